@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import { VercelAIAdapter } from '@helix-agents/llm-vercel';
+import {
+  defineAgent,
+  defineTool,
+  InMemoryStateStore,
+  InMemoryStreamManager,
+  InMemoryUsageStore,
+  JSAgentExecutor,
+  silentLogger,
+  type AgentDefinition,
+  type JSAgentExecutorOptions,
+  type Logger,
+  type StateStore,
+  type StreamChunk,
+} from '../index.js';
+import { createScriptedModel, type ScriptedStep, type ScriptedStepObject } from '../testing/index.js';
+
+/** A logger that keeps what it was told, for assertions on observe-only errors. */
+export function memoryLogger(): Logger & { readonly lines: string[] } {
+  const lines: string[] = [];
+  const keep = (level: string) => (message: string) => void lines.push(`${level}: ${message}`);
+  return { lines, debug: keep('debug'), info: keep('info'), warn: keep('warn'), error: keep('error') };
+}
+
+/** Executor, stores and a scripted model wired together, as a user would. */
+export function setup(options: { stateStore?: StateStore; executor?: JSAgentExecutorOptions } = {}) {
+  const stateStore = options.stateStore ?? new InMemoryStateStore();
+  const streamManager = new InMemoryStreamManager();
+  const usageStore = new InMemoryUsageStore();
+  const logger = memoryLogger();
+  const executor = new JSAgentExecutor(stateStore, streamManager, new VercelAIAdapter(), { logger, ...options.executor });
+  return { stateStore, streamManager, usageStore, executor, logger };
+}
+
+export const CounterState = z.object({ count: z.number().default(0), log: z.array(z.string()).default([]) });
+export type Counter = z.infer<typeof CounterState>;
+
+/** A tool that increments the counter and logs its input. */
+export const incrementTool = defineTool({
+  name: 'increment',
+  description: 'Increment the counter',
+  inputSchema: z.object({ by: z.number().int() }),
+  execute: async (input, ctx) => {
+    ctx.updateState<Counter>((draft) => {
+      draft.count += input.by;
+      draft.log.push(`+${input.by}`);
+    });
+    return { ok: true, by: input.by };
+  },
+});
+
+/** An agent over the scripted model; the output is `{ answer }`. */
+export function counterAgent(steps: readonly ScriptedStep[], overrides: Partial<AgentDefinition<Counter, { answer: string }>> = {}) {
+  return defineAgent({
+    name: 'counter',
+    systemPrompt: 'You count.',
+    stateSchema: CounterState,
+    outputSchema: z.object({ answer: z.string() }),
+    llmConfig: { model: createScriptedModel(steps), retry: { initialDelayMs: 1, maxDelayMs: 5 } },
+    tools: [incrementTool],
+    ...overrides,
+  });
+}
+
+/** A text agent (no outputSchema) over the scripted model. */
+export function textAgent(steps: readonly ScriptedStep[], overrides: Partial<AgentDefinition<Counter, string>> = {}) {
+  return defineAgent({
+    name: 'texter',
+    stateSchema: CounterState,
+    llmConfig: { model: createScriptedModel(steps), retry: { initialDelayMs: 1, maxDelayMs: 5 } },
+    tools: [incrementTool],
+    ...overrides,
+  });
+}
+
+/** Every chunk of an iterable. */
+export async function collect(stream: AsyncIterable<StreamChunk>): Promise<StreamChunk[]> {
+  const out: StreamChunk[] = [];
+  for await (const chunk of stream) out.push(chunk);
+  return out;
+}
+
+/** A finish step with the counter agent's output. */
+export const finish = (answer: string): ScriptedStepObject => ({ toolCalls: [{ name: '__finish__', args: { answer } }] });

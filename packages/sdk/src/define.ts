@@ -1,0 +1,194 @@
+import { z } from 'zod';
+import type { Draft } from './hooks/types.js';
+import { ConfigError } from './errors.js';
+import type { AgentHooks } from './hooks/types.js';
+import type { JSONSchema, LanguageModel, LLMToolSpec, ModelParameters } from './llm.js';
+
+/** The name of the internal tool an agent with an outputSchema finishes through. */
+export const FINISH_TOOL_NAME = '__finish__';
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** What a tool's `execute` receives besides its input. */
+export interface ToolContext {
+  readonly sessionId: string;
+  readonly runId: string;
+  readonly agentType: string;
+  /** The id of this call (the model's tool call id). */
+  readonly toolCallId: string;
+  /** The 0-based index of the step this call belongs to. */
+  readonly stepCount: number;
+  /** Aborted when the run is stopped or superseded; pass it to fetch and friends. */
+  readonly abortSignal: AbortSignal;
+  readonly userId?: string;
+  readonly tags?: readonly string[];
+  readonly metadata?: Readonly<Record<string, string>>;
+  /** A read-only snapshot of the custom state. */
+  getState<TState = unknown>(): TState;
+  /** Changes custom state through an Immer draft; the write persists with this call's result. */
+  updateState<TState = unknown>(updater: (draft: Draft<TState>) => void): void;
+  /** Emits `{ type: 'custom', eventName, data }` on the run's stream. */
+  emitCustom(eventName: string, data: unknown): Promise<void>;
+}
+
+/** The definition of a tool, as `defineTool` returns it. */
+export interface ToolDefinition<TInput = unknown, TOutput = unknown> {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: z.ZodType<TInput>;
+  readonly outputSchema?: z.ZodType<TOutput>;
+  /** When true, a successful call ends the run and its output becomes the agent's output. */
+  readonly finishWith: boolean;
+  /** The input's JSON Schema, computed once when the tool is defined. */
+  readonly jsonSchema: JSONSchema;
+  /** Runs the tool. Throwing sends the error back to the model as a `tool_failed` result. */
+  execute(input: TInput, ctx: ToolContext): TOutput | Promise<TOutput>;
+}
+
+/** What `defineTool` takes. */
+export interface ToolDefinitionInput<TInputSchema extends z.ZodType, TOutput> {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: TInputSchema;
+  readonly outputSchema?: z.ZodType<TOutput>;
+  readonly finishWith?: boolean;
+  execute(input: z.output<TInputSchema>, ctx: ToolContext): TOutput | Promise<TOutput>;
+}
+
+/** Converts a zod schema to the JSON Schema a provider expects. */
+export function toToolJSONSchema(schema: z.ZodType): JSONSchema {
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  delete json['$schema'];
+  return Object.freeze(json);
+}
+
+/** Defines a tool. Its input schema is checked for every call; invalid arguments go back to the model. */
+export function defineTool<TInputSchema extends z.ZodType, TOutput>(
+  definition: ToolDefinitionInput<TInputSchema, TOutput>,
+): ToolDefinition<z.output<TInputSchema>, TOutput> {
+  if (!TOOL_NAME.test(definition.name)) {
+    throw new ConfigError(`Tool name "${definition.name}" is invalid: use 1-64 letters, digits, "_" or "-".`, { tool: definition.name });
+  }
+  if (definition.name === FINISH_TOOL_NAME) {
+    throw new ConfigError(`Tool name "${FINISH_TOOL_NAME}" is reserved for the agent's finish tool.`);
+  }
+  if (typeof definition.execute !== 'function') {
+    throw new ConfigError(`Tool "${definition.name}" has no execute function.`, { tool: definition.name });
+  }
+  const execute = definition.execute;
+  return Object.freeze({
+    name: definition.name,
+    description: definition.description,
+    inputSchema: definition.inputSchema as z.ZodType<z.output<TInputSchema>>,
+    ...(definition.outputSchema === undefined ? {} : { outputSchema: definition.outputSchema }),
+    finishWith: definition.finishWith ?? false,
+    jsonSchema: toToolJSONSchema(definition.inputSchema),
+    execute: (input: z.output<TInputSchema>, ctx: ToolContext) => execute(input, ctx),
+  });
+}
+
+/** Retry policy for model calls whose error is retryable (rate limits, 5xx, timeouts, network). */
+export interface RetryPolicy {
+  /** Attempts per step, the first included (default 3). */
+  readonly maxAttempts?: number;
+  /** Delay before the second attempt (default 500 ms); doubles each retry. */
+  readonly initialDelayMs?: number;
+  /** Upper bound of one delay (default 8,000 ms). A provider's Retry-After wins when it is longer, up to this bound. */
+  readonly maxDelayMs?: number;
+}
+
+/** The model an agent uses and how it is called. */
+export interface LLMConfig extends ModelParameters {
+  /** Any AI SDK language model, e.g. `openai('gpt-4o-mini')`. */
+  readonly model: LanguageModel;
+  readonly retry?: RetryPolicy;
+  /** Per-attempt timeout; an attempt that takes longer fails with `provider_timeout` (retryable). */
+  readonly timeoutMs?: number;
+}
+
+/**
+ * A system prompt: a string, or a function of the current state. Declared through a method so that
+ * an agent typed by its state stays assignable where any agent is accepted (hook payloads, executors).
+ */
+export type SystemPrompt<TState> = string | { bivarianceHack(state: TState): string }['bivarianceHack'];
+
+/** The default state of an agent without a stateSchema. */
+export type EmptyState = Record<string, unknown>;
+
+/** What `defineAgent` takes. The state and output types are inferred from the schemas. */
+export interface AgentDefinition<TState, TOutput> {
+  readonly name: string;
+  readonly description?: string;
+  /** A string, or a function of the current state called before every model call. */
+  readonly systemPrompt?: SystemPrompt<TState>;
+  readonly stateSchema?: z.ZodType<TState>;
+  readonly outputSchema?: z.ZodType<TOutput>;
+  readonly llmConfig: LLMConfig;
+  // Tools are stored with their input type widened to unknown; execute is a method, so typed tools stay assignable.
+  readonly tools?: readonly ToolDefinition[];
+  readonly hooks?: AgentHooks<TState, TOutput>;
+  /** The most model calls (steps) one run may make; default 25. */
+  readonly maxSteps?: number;
+}
+
+/** An agent, as `defineAgent` returns it. */
+export interface AgentConfig<TState = EmptyState, TOutput = unknown> {
+  readonly name: string;
+  readonly description?: string;
+  readonly systemPrompt?: SystemPrompt<TState>;
+  readonly stateSchema?: z.ZodType<TState>;
+  readonly outputSchema?: z.ZodType<TOutput>;
+  readonly llmConfig: LLMConfig;
+  readonly tools: readonly ToolDefinition[];
+  readonly hooks?: AgentHooks<TState, TOutput>;
+  readonly maxSteps: number;
+  /** Tools by name (built once). */
+  readonly toolsByName: ReadonlyMap<string, ToolDefinition>;
+  /** The tools as offered to the model, `__finish__` included (built once). */
+  readonly llmTools: readonly LLMToolSpec[];
+}
+
+/** The default step limit of a run. */
+export const DEFAULT_MAX_STEPS = 25;
+
+/**
+ * Defines an agent. Without an outputSchema, the agent completes on a plain text answer and its
+ * output is that text; with one, it completes through the `__finish__` tool (or a finishWith tool).
+ */
+export function defineAgent<TState = EmptyState, TOutput = string>(definition: AgentDefinition<TState, TOutput>): AgentConfig<TState, TOutput> {
+  if (typeof definition.name !== 'string' || definition.name.trim() === '') {
+    throw new ConfigError('An agent needs a non-empty name.');
+  }
+  if (!definition.llmConfig || typeof definition.llmConfig.model !== 'object' || definition.llmConfig.model === null) {
+    throw new ConfigError(`Agent "${definition.name}" needs llmConfig.model (an AI SDK language model, e.g. openai('gpt-4o-mini')).`);
+  }
+  const maxSteps = definition.maxSteps ?? DEFAULT_MAX_STEPS;
+  if (!Number.isInteger(maxSteps) || maxSteps < 1) {
+    throw new ConfigError(`Agent "${definition.name}": maxSteps must be a positive integer, got ${String(definition.maxSteps)}.`);
+  }
+  const tools = definition.tools ?? [];
+  const toolsByName = new Map<string, ToolDefinition>();
+  for (const tool of tools) {
+    if (toolsByName.has(tool.name)) {
+      throw new ConfigError(`Agent "${definition.name}" has two tools named "${tool.name}".`, { tool: tool.name });
+    }
+    toolsByName.set(tool.name, tool);
+  }
+  const llmTools: LLMToolSpec[] = tools.map((tool) => Object.freeze({ name: tool.name, description: tool.description, inputSchema: tool.jsonSchema }));
+  if (definition.outputSchema) {
+    llmTools.push(
+      Object.freeze({
+        name: FINISH_TOOL_NAME,
+        description: 'Call this tool once, when the task is done, with the final output as its arguments.',
+        inputSchema: toToolJSONSchema(definition.outputSchema),
+      }),
+    );
+  }
+  return Object.freeze({
+    ...definition,
+    tools,
+    maxSteps,
+    toolsByName,
+    llmTools: Object.freeze(llmTools),
+  });
+}

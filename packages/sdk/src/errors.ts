@@ -1,0 +1,274 @@
+/**
+ * The error taxonomy of helix-agents (`hooks-guards-and-errors.md`): every error the runtime raises
+ * or records carries an {@link AgentErrorInfo}, and every error class has a stable code and a static
+ * `isInstance()` that works across duplicated copies of this package.
+ */
+
+/** Who is to blame for an error: the model provider, a tool, the run loop, a hook, a human's permission, or the transport. */
+export type AgentErrorLayer = 'provider' | 'tool' | 'run' | 'hook' | 'permission' | 'transport';
+
+/** How bad an error is: `info` and `warning` never end a run by themselves; `error` and `fatal` do when unhandled. */
+export type AgentErrorSeverity = 'info' | 'warning' | 'error' | 'fatal';
+
+/** The structured description of any failure, never an opaque string. */
+export interface AgentErrorInfo {
+  /** Stable machine code, e.g. `provider_rate_limited`. */
+  readonly code: string;
+  /** Which layer failed. */
+  readonly layer: AgentErrorLayer;
+  /** How severe it is. */
+  readonly severity: AgentErrorSeverity;
+  /** A user-facing message (never a raw stack trace). */
+  readonly message: string;
+  /** True when an immediate or delayed retry could succeed. */
+  readonly retryable: boolean;
+  /** Actionable advice for the user or a UI. */
+  readonly hint?: string;
+  /** Optional debug details (status codes, the failing hook, the cause's message, ...). */
+  readonly details?: Readonly<Record<string, unknown>>;
+}
+
+interface CodeDefaults {
+  readonly layer: AgentErrorLayer;
+  readonly severity: AgentErrorSeverity;
+  readonly retryable: boolean;
+  readonly hint?: string;
+}
+
+/**
+ * Every code the runtime itself raises, with its default layer, severity, retryability and hint.
+ * Severities follow the tested values of HOOK-RULES.md C14.
+ */
+export const ERROR_CODES = {
+  provider_rate_limited: { layer: 'provider', severity: 'error', retryable: true, hint: 'The model provider is rate limiting requests; wait and retry, or lower the request rate.' },
+  provider_auth: { layer: 'provider', severity: 'fatal', retryable: false, hint: 'Check the API key and the account the model provider is configured with.' },
+  provider_timeout: { layer: 'provider', severity: 'error', retryable: true, hint: 'The model provider did not answer in time; retry, or raise llmConfig.timeoutMs.' },
+  provider_server_error: { layer: 'provider', severity: 'error', retryable: true, hint: 'The model provider had an internal error; retrying usually helps.' },
+  provider_network: { layer: 'provider', severity: 'error', retryable: true, hint: 'The model provider could not be reached; check the network and the base URL.' },
+  provider_bad_request: { layer: 'provider', severity: 'fatal', retryable: false, hint: 'The provider refused the request; check the model id, the parameters and the prompt size.' },
+  provider_invalid_response: { layer: 'provider', severity: 'error', retryable: true, hint: 'The model returned a reply that could not be read; retrying usually helps.' },
+  provider_error: { layer: 'provider', severity: 'error', retryable: false, hint: 'The model provider failed; see details for its answer.' },
+  tool_failed: { layer: 'tool', severity: 'error', retryable: false, hint: 'The tool threw; the error went back to the model, which can try again.' },
+  tool_not_found: { layer: 'tool', severity: 'error', retryable: false, hint: 'The model called a tool the agent does not have.' },
+  tool_invalid_input: { layer: 'tool', severity: 'error', retryable: false, hint: 'The model sent arguments that do not match the tool input schema; the errors went back to the model.' },
+  tool_invalid_output: { layer: 'tool', severity: 'error', retryable: false, hint: 'The tool returned a value that does not match its outputSchema.' },
+  tool_blocked: { layer: 'tool', severity: 'warning', retryable: false },
+  permission_denied: { layer: 'permission', severity: 'warning', retryable: false },
+  hook_failed: { layer: 'hook', severity: 'fatal', retryable: false, hint: 'A hook threw. Catch errors inside hooks that must not fail the run.' },
+  hook_blocked: { layer: 'hook', severity: 'fatal', retryable: false },
+  run_max_steps: { layer: 'run', severity: 'fatal', retryable: false, hint: 'The agent reached maxSteps without finishing; raise maxSteps or make the task smaller.' },
+  run_interrupted: { layer: 'run', severity: 'info', retryable: true, hint: 'The run was stopped; your work so far is saved.' },
+  run_repeated_error: { layer: 'run', severity: 'fatal', retryable: false },
+  run_hard_stop: { layer: 'run', severity: 'fatal', retryable: false },
+  run_empty_responses: { layer: 'run', severity: 'fatal', retryable: true, hint: 'The model kept returning empty replies; this is often a hidden rate limit.' },
+  run_internal_error: { layer: 'run', severity: 'fatal', retryable: true, hint: 'An unexpected error ended the run. Your work so far is saved.' },
+  run_invalid_input: { layer: 'run', severity: 'fatal', retryable: false, hint: 'The input or the initial state does not match the agent definition.' },
+  config_invalid: { layer: 'run', severity: 'fatal', retryable: false, hint: 'Fix the agent, tool or hook definition named in the message.' },
+  state_run_superseded: { layer: 'run', severity: 'info', retryable: false, hint: 'Another run took over this session; follow that run instead.' },
+  state_commit_failed: { layer: 'transport', severity: 'fatal', retryable: true, hint: 'The state store refused or lost a write; check the store and retry the run.' },
+  state_not_found: { layer: 'run', severity: 'error', retryable: false },
+  stream_closed: { layer: 'transport', severity: 'error', retryable: false },
+} as const satisfies Record<string, CodeDefaults>;
+
+/** A code the runtime raises itself; {@link AgentErrorInfo.code} also accepts any other string for user codes. */
+export type AgentErrorCode = keyof typeof ERROR_CODES;
+
+const MARKER = Symbol.for('helix-agents.error');
+
+/** Options for constructing an {@link AgentError}. */
+export interface AgentErrorOptions {
+  readonly hint?: string;
+  readonly details?: Record<string, unknown>;
+  readonly retryable?: boolean;
+  readonly severity?: AgentErrorSeverity;
+  readonly layer?: AgentErrorLayer;
+  readonly cause?: unknown;
+}
+
+/** The base class of every error helix-agents raises. `info` is its {@link AgentErrorInfo}. */
+export class AgentError extends Error {
+  /** The structured description of this error. */
+  readonly info: AgentErrorInfo;
+  private readonly [MARKER] = true;
+
+  constructor(code: AgentErrorCode | (string & {}), message: string, options: AgentErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    const defaults: CodeDefaults | undefined = (ERROR_CODES as Record<string, CodeDefaults>)[code];
+    const hint = options.hint ?? defaults?.hint;
+    this.name = new.target.name;
+    this.info = Object.freeze({
+      code,
+      layer: options.layer ?? defaults?.layer ?? 'run',
+      severity: options.severity ?? defaults?.severity ?? 'error',
+      message,
+      retryable: options.retryable ?? defaults?.retryable ?? false,
+      ...(hint === undefined ? {} : { hint }),
+      ...(options.details === undefined ? {} : { details: Object.freeze({ ...options.details }) }),
+    });
+  }
+
+  /** The stable code. */
+  get code(): string {
+    return this.info.code;
+  }
+  /** The layer that failed. */
+  get layer(): AgentErrorLayer {
+    return this.info.layer;
+  }
+  /** Whether a retry could succeed. */
+  get retryable(): boolean {
+    return this.info.retryable;
+  }
+
+  /** True for any helix-agents error, even one created by another copy of this package. */
+  static isInstance(value: unknown): value is AgentError {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[MARKER] === true;
+  }
+
+  /** The JSON form is the {@link AgentErrorInfo}. */
+  toJSON(): AgentErrorInfo {
+    return this.info;
+  }
+}
+
+function isCode(value: unknown, codes: readonly string[]): boolean {
+  return AgentError.isInstance(value) && codes.includes(value.code);
+}
+
+/** A model provider failed (rate limit, auth, timeout, server, network, bad reply). */
+export class ProviderError extends AgentError {
+  /** True for a ProviderError from any copy of this package. */
+  static override isInstance(value: unknown): value is ProviderError {
+    return AgentError.isInstance(value) && value.layer === 'provider';
+  }
+}
+
+/** A tool call failed; the error goes back to the model as an error tool result and the run goes on. */
+export class ToolError extends AgentError {
+  /** True for a ToolError from any copy of this package. */
+  static override isInstance(value: unknown): value is ToolError {
+    return AgentError.isInstance(value) && value.layer === 'tool';
+  }
+}
+
+/** A hook threw (`hook_failed`) or blocked a call (`hook_blocked`). */
+export class HookError extends AgentError {
+  /** True for a HookError from any copy of this package. */
+  static override isInstance(value: unknown): value is HookError {
+    return isCode(value, ['hook_failed', 'hook_blocked']);
+  }
+}
+
+/** The run reached its step limit without an output (`run_max_steps`). */
+export class MaxStepsError extends AgentError {
+  constructor(maxSteps: number) {
+    super('run_max_steps', `The agent reached its limit of ${maxSteps} steps without producing an output.`, { details: { maxSteps } });
+  }
+  /** True for a MaxStepsError from any copy of this package. */
+  static override isInstance(value: unknown): value is MaxStepsError {
+    return isCode(value, ['run_max_steps']);
+  }
+}
+
+/** The run was stopped by an abort signal (`run_interrupted`). */
+export class RunInterruptedError extends AgentError {
+  constructor(message = 'The run was interrupted.', options: AgentErrorOptions = {}) {
+    super('run_interrupted', message, options);
+  }
+  /** True for a RunInterruptedError from any copy of this package. */
+  static override isInstance(value: unknown): value is RunInterruptedError {
+    return isCode(value, ['run_interrupted']);
+  }
+}
+
+/** A fenced write came from a run that is no longer the session's current run (`state_run_superseded`). */
+export class RunSupersededError extends AgentError {
+  constructor(
+    readonly sessionId: string,
+    readonly runId: string,
+    readonly currentRunId: string | undefined,
+  ) {
+    super('state_run_superseded', `Run ${runId} is no longer the current run of session ${sessionId}${currentRunId ? ` (run ${currentRunId} took over)` : ''}.`, {
+      details: { sessionId, runId, currentRunId },
+    });
+  }
+  /** True for a RunSupersededError from any copy of this package. */
+  static override isInstance(value: unknown): value is RunSupersededError {
+    return isCode(value, ['state_run_superseded']);
+  }
+}
+
+/** A state store could not write a commit (`state_commit_failed`). */
+export class StateCommitError extends AgentError {
+  constructor(message: string, options: AgentErrorOptions = {}) {
+    super('state_commit_failed', message, options);
+  }
+  /** True for a StateCommitError from any copy of this package. */
+  static override isInstance(value: unknown): value is StateCommitError {
+    return isCode(value, ['state_commit_failed']);
+  }
+}
+
+/** An agent, tool or hook definition is invalid (`config_invalid`); raised when it is defined or registered. */
+export class ConfigError extends AgentError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('config_invalid', message, details === undefined ? {} : { details });
+  }
+  /** True for a ConfigError from any copy of this package. */
+  static override isInstance(value: unknown): value is ConfigError {
+    return isCode(value, ['config_invalid']);
+  }
+}
+
+const LAYERS: readonly AgentErrorLayer[] = ['provider', 'tool', 'run', 'hook', 'permission', 'transport'];
+const SEVERITIES: readonly AgentErrorSeverity[] = ['info', 'warning', 'error', 'fatal'];
+
+function boundedMessage(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed === '') return 'Something went wrong.';
+  return trimmed.length > 399 ? `${trimmed.slice(0, 396)}...` : trimmed;
+}
+
+/**
+ * Turns anything thrown into an {@link AgentErrorInfo}. helix errors keep their info; other values
+ * become `fallbackCode` (default `run_internal_error`) with a bounded message and the cause in details.
+ */
+export function toAgentErrorInfo(error: unknown, fallbackCode: AgentErrorCode = 'run_internal_error'): AgentErrorInfo {
+  if (AgentError.isInstance(error)) return error.info;
+  if (isAgentErrorInfo(error)) return error;
+  const message = error instanceof Error ? error.message : typeof error === 'string' ? error : 'Something went wrong.';
+  const info = new AgentError(fallbackCode, boundedMessage(message), {
+    details: error instanceof Error ? { cause: error.name } : {},
+  }).info;
+  return info;
+}
+
+/** True when `value` has the shape of an {@link AgentErrorInfo}. */
+export function isAgentErrorInfo(value: unknown): value is AgentErrorInfo {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return (
+    typeof v['code'] === 'string' &&
+    typeof v['message'] === 'string' &&
+    typeof v['retryable'] === 'boolean' &&
+    LAYERS.includes(v['layer'] as AgentErrorLayer) &&
+    SEVERITIES.includes(v['severity'] as AgentErrorSeverity)
+  );
+}
+
+/** Rebuilds a throwable {@link AgentError} from a recorded {@link AgentErrorInfo}. */
+export function agentErrorFromInfo(info: AgentErrorInfo, cause?: unknown): AgentError {
+  const options: AgentErrorOptions = {
+    layer: info.layer,
+    severity: info.severity,
+    retryable: info.retryable,
+    ...(info.hint === undefined ? {} : { hint: info.hint }),
+    ...(info.details === undefined ? {} : { details: { ...info.details } }),
+    ...(cause === undefined ? {} : { cause }),
+  };
+  if (info.code === 'run_interrupted') return new RunInterruptedError(info.message, options);
+  if (info.layer === 'provider') return new ProviderError(info.code, info.message, options);
+  if (info.layer === 'tool') return new ToolError(info.code, info.message, options);
+  if (info.layer === 'hook') return new HookError(info.code, info.message, options);
+  return new AgentError(info.code, info.message, options);
+}

@@ -1,0 +1,212 @@
+import type { AgentConfig, ToolDefinition } from '../define.js';
+import type { AgentError, AgentErrorInfo, RunSupersededError } from '../errors.js';
+import type { LLMToolSpec, ModelParameters, StepResult, TokenUsage } from '../llm.js';
+import type { Message, ToolCall } from '../messages.js';
+import type { CustomChunk, StatePatch, WarningChunk } from '../stream.js';
+
+/** A chunk a hook may emit with `ctx.emit`: a custom event or a warning. Stream fields are filled in. */
+export type EmittableChunk =
+  | (Omit<CustomChunk, 'seq' | 'streamId' | 'runId' | 'agentId' | 'agentType' | 'timestamp'> &
+      Partial<Pick<CustomChunk, 'agentId' | 'agentType' | 'timestamp'>>)
+  | (Omit<WarningChunk, 'seq' | 'streamId' | 'runId' | 'agentId' | 'agentType' | 'timestamp'> &
+      Partial<Pick<WarningChunk, 'agentId' | 'agentType' | 'timestamp'>>);
+
+/**
+ * The mutable view of a state inside `updateState` (Immer's draft: readonly removed, deeply). A
+ * homomorphic mapped type, so contexts typed for one state stay assignable to untyped ones.
+ */
+export type Draft<T> = { -readonly [K in keyof T]: Draft<T[K]> };
+
+/** The context every hook receives: who is running, the state, and the stream. */
+export interface HookContext<TState = unknown, TOutput = unknown> {
+  readonly sessionId: string;
+  /** The executing run. */
+  readonly runId: string;
+  /** The agent's name. */
+  readonly agentType: string;
+  readonly streamId: string;
+  /** Steps completed by this run: the 0-based index of the current step. */
+  readonly stepCount: number;
+  /** The parent's session id, for sub-agents. */
+  readonly parentSessionId?: string;
+  /** Aborted when the run is stopped. */
+  readonly abortSignal: AbortSignal;
+  readonly userId?: string;
+  readonly tags?: readonly string[];
+  readonly metadata?: Readonly<Record<string, string>>;
+  /** A read-only snapshot of the custom state. */
+  getState(): TState;
+  /** Changes the custom state through an Immer draft; persisted with the commit of the work the hook belongs to. */
+  updateState(updater: (draft: Draft<TState>) => void): void;
+  /** Emits a chunk on the run's stream. */
+  emit(chunk: EmittableChunk): Promise<void>;
+  /** Emits `{ type: 'custom', eventName, data }` on the run's stream. */
+  emitCustom(eventName: string, data: unknown): Promise<void>;
+  /** Phantom marker tying the context to the agent's output type (never set at run time). */
+  readonly __output?: TOutput;
+}
+
+/** onAgentStart: a turn starts (startSignal true) or a run owes the turn's start work (false). */
+export interface AgentStartPayload<TState = unknown> {
+  /** The agent's definition (typed loosely so that hook sets compose across agents). */
+  readonly agent: AgentConfig<unknown, unknown>;
+  readonly input: string;
+  readonly initialState: TState;
+  readonly startSignal: boolean;
+}
+
+/** How a completed run finished. */
+export type ExitReason = 'finish_tool' | 'finish_with' | 'text' | 'max_steps';
+
+/** onAgentComplete: the run produced its output. */
+export interface AgentCompletePayload<TState = unknown, TOutput = unknown> {
+  readonly output: TOutput;
+  readonly finalState: TState;
+  /** LLM steps this run completed. */
+  readonly stepCount: number;
+  readonly durationMs: number;
+  readonly exitReason: ExitReason;
+}
+
+/** onAgentFail: the run failed (or was interrupted) after its start hook fired. */
+export interface AgentFailPayload<TState = unknown> {
+  readonly error: AgentError;
+  readonly finalState: TState;
+  readonly stepCount: number;
+  readonly durationMs: number;
+  /** True when a retry or resume could succeed (the error is retryable). */
+  readonly recoverable: boolean;
+}
+
+/** onAgentSuperseded: another run took over the session. */
+export interface AgentSupersededPayload<TState = unknown> {
+  readonly error: RunSupersededError;
+  readonly finalState: TState;
+  readonly stepCount: number;
+  readonly durationMs: number;
+}
+
+/** What the loop will do with a model reply (`afterLLMCall`'s `plan`). */
+export type StepPlan =
+  | { readonly kind: 'tool_calls'; readonly toolCalls: readonly ToolCall[] }
+  | { readonly kind: 'finish'; readonly toolCalls: readonly ToolCall[] }
+  | { readonly kind: 'text'; readonly text: string }
+  | { readonly kind: 'nudge'; readonly reason: 'empty_reply' | 'text_without_output' }
+  | { readonly kind: 'retry'; readonly error: AgentErrorInfo; readonly delayMs: number }
+  | { readonly kind: 'fail'; readonly error: AgentErrorInfo };
+
+/** beforeLLMCall: a model call attempt is about to be made. */
+export interface BeforeLLMCallPayload {
+  /** What is sent: the system prompt (first, when there is one) and the conversation. */
+  readonly messages: readonly Message[];
+  readonly tools: readonly LLMToolSpec[];
+  /** The agent's definition. */
+  readonly config: AgentConfig<unknown, unknown>;
+  /** The model id, e.g. `gpt-4o-mini`. */
+  readonly model: string;
+  readonly provider: string;
+  readonly modelParameters: ModelParameters;
+  /** 1-based attempt of this step's model call. */
+  readonly attempt: number;
+}
+
+/** afterLLMCall: a model call attempt returned (successfully or with a provider error). */
+export interface AfterLLMCallPayload {
+  readonly result: StepResult;
+  readonly plan: StepPlan;
+  readonly durationMs: number;
+  readonly model: string;
+  readonly usage?: TokenUsage;
+  readonly attempt: number;
+  /** The classified provider error of a failed attempt. */
+  readonly error?: AgentErrorInfo;
+}
+
+/** beforeTool: a validated tool call is about to run. */
+export interface BeforeToolPayload {
+  /** The call; `arguments` are the validated input. */
+  readonly toolCall: ToolCall;
+  readonly tool: ToolDefinition;
+}
+
+/** afterTool: a tool call ended. */
+export interface AfterToolPayload {
+  readonly toolCall: ToolCall;
+  readonly tool: ToolDefinition;
+  /** The tool's return value (undefined when it failed). */
+  readonly result: unknown;
+  readonly success: boolean;
+  readonly error?: AgentError;
+  readonly durationMs: number;
+}
+
+/** What changed the custom state. */
+export type StateChangeSource = 'tool' | 'hook' | 'system';
+
+/** onStateChange: the custom state changed. */
+export interface StateChangePayload<TState = unknown> {
+  readonly previousState: TState;
+  readonly newState: TState;
+  readonly source: StateChangeSource;
+  /** Set when source is 'tool'. */
+  readonly toolName?: string;
+  readonly patches: readonly StatePatch[];
+}
+
+/** onMessage: a message was appended to the conversation. */
+export interface MessagePayload {
+  readonly message: Message;
+  /** The message's index in the session's conversation. */
+  readonly messageIndex: number;
+}
+
+/**
+ * A hook handler: awaited where it fires; throwing fails the run unless the point is observe-only.
+ * Declared through a method so its parameters are bivariant: hook sets typed for one state compose
+ * with untyped ones (`AgentHooks`) in both directions.
+ */
+export type HookHandler<TPayload, TState = unknown, TOutput = unknown> = {
+  bivarianceHack(payload: TPayload, ctx: HookContext<TState, TOutput>): void | Promise<void>;
+}['bivarianceHack'];
+
+/**
+ * The inline hooks of an agent, typed by its state and output. All are optional and may be async.
+ * `onTextDelta` and `onThinking` are reserved by the spec and never invoked (use `text_delta` chunks).
+ */
+export interface AgentHooks<TState = unknown, TOutput = unknown> {
+  onAgentStart?: HookHandler<AgentStartPayload<TState>, TState, TOutput>;
+  onAgentComplete?: HookHandler<AgentCompletePayload<TState, TOutput>, TState, TOutput>;
+  /** Observe-only: a throw is logged (it cannot fail the run twice). */
+  onAgentFail?: HookHandler<AgentFailPayload<TState>, TState, TOutput>;
+  /** Observe-only: a throw is logged. */
+  onAgentSuperseded?: HookHandler<AgentSupersededPayload<TState>, TState, TOutput>;
+  beforeLLMCall?: HookHandler<BeforeLLMCallPayload, TState, TOutput>;
+  afterLLMCall?: HookHandler<AfterLLMCallPayload, TState, TOutput>;
+  beforeTool?: HookHandler<BeforeToolPayload, TState, TOutput>;
+  afterTool?: HookHandler<AfterToolPayload, TState, TOutput>;
+  onStateChange?: HookHandler<StateChangePayload<TState>, TState, TOutput>;
+  onMessage?: HookHandler<MessagePayload, TState, TOutput>;
+  /** Reserved (spec: "Future"): never invoked. */
+  onTextDelta?: HookHandler<string, TState, TOutput>;
+  /** Reserved (spec: "Future"): never invoked. */
+  onThinking?: { bivarianceHack(content: string, isComplete: boolean, ctx: HookContext<TState, TOutput>): void | Promise<void> }['bivarianceHack'];
+}
+
+/** The name of a hook point. */
+export type HookPoint = keyof AgentHooks;
+
+/** Every hook point, in lifecycle order. */
+export const HOOK_POINTS: readonly HookPoint[] = Object.freeze([
+  'onAgentStart',
+  'onAgentComplete',
+  'onAgentFail',
+  'onAgentSuperseded',
+  'beforeLLMCall',
+  'afterLLMCall',
+  'beforeTool',
+  'afterTool',
+  'onStateChange',
+  'onMessage',
+  'onTextDelta',
+  'onThinking',
+] as const);

@@ -1,0 +1,143 @@
+import { FINISH_TOOL_NAME } from '../define.js';
+import { AgentError, agentErrorFromInfo, RunInterruptedError, type AgentErrorInfo } from '../errors.js';
+import type { StepPlan } from '../hooks/types.js';
+import type { LLMAdapter, StepFailure, StepResult, StepSuccess } from '../llm.js';
+import type { Message } from '../messages.js';
+import type { RunContext } from './run-context.js';
+import { sleep } from './sleep.js';
+
+const DEFAULT_ATTEMPTS = 3;
+const DEFAULT_INITIAL_DELAY_MS = 500;
+const DEFAULT_MAX_DELAY_MS = 8_000;
+
+/** What the loop does with a successful reply (before any tool runs). */
+export function planFor(result: StepSuccess, hasOutputSchema: boolean): StepPlan {
+  if (result.toolCalls.length > 0) {
+    const finishing = result.toolCalls.some((c) => c.name === FINISH_TOOL_NAME);
+    return { kind: finishing ? 'finish' : 'tool_calls', toolCalls: result.toolCalls };
+  }
+  if (result.text.trim() === '') return { kind: 'nudge', reason: 'empty_reply' };
+  if (hasOutputSchema) return { kind: 'nudge', reason: 'text_without_output' };
+  return { kind: 'text', text: result.text };
+}
+
+function retryDelay(failure: StepFailure, attempt: number, initial: number, max: number): number {
+  const backoff = Math.min(max, initial * 2 ** (attempt - 1));
+  return failure.retryAfterMs === undefined ? backoff : Math.min(max, Math.max(backoff, failure.retryAfterMs));
+}
+
+/**
+ * One step's model call: every attempt fires beforeLLMCall and afterLLMCall (rule 69), a failed
+ * attempt's afterLLMCall carries its error (rule 70), retryable failures are retried with backoff and
+ * announced once per distinct message by a warning chunk (D12). Returns the successful reply or
+ * throws the last classified error.
+ */
+export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Set<string>): Promise<StepSuccess> {
+  const { agent } = run.setup;
+  const config = agent.llmConfig;
+  const maxAttempts = Math.max(1, config.retry?.maxAttempts ?? DEFAULT_ATTEMPTS);
+  const initialDelay = config.retry?.initialDelayMs ?? DEFAULT_INITIAL_DELAY_MS;
+  const maxDelay = config.retry?.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
+  const hasOutputSchema = agent.outputSchema !== undefined;
+  const stepIndex = run.stepCount;
+  const modelId = config.model.modelId;
+  const onTextDelta = (delta: string): void => {
+    run.emitNoWait({ type: 'text_delta', stepIndex, delta, ...run.chunkBase() });
+  };
+
+  for (let attempt = 1; ; attempt++) {
+    if (run.signal.aborted) throw new RunInterruptedError();
+    const systemPrompt = typeof agent.systemPrompt === 'function' ? agent.systemPrompt(run.state) : agent.systemPrompt;
+    if (run.hooks.has('beforeLLMCall')) {
+      const messages: readonly Message[] = systemPrompt === undefined ? run.messages.slice() : [{ role: 'system', content: systemPrompt }, ...run.messages];
+      await run.fire('beforeLLMCall', {
+        messages,
+        tools: agent.llmTools,
+        config: agent,
+        model: modelId,
+        provider: config.model.provider,
+        modelParameters: config,
+        attempt,
+      });
+    }
+    await run.emit({ type: 'step_start', stepIndex, attempt, ...run.chunkBase() });
+
+    const timeout = config.timeoutMs === undefined ? undefined : AbortSignal.timeout(config.timeoutMs);
+    const abortSignal = timeout ? AbortSignal.any([run.signal, timeout]) : run.signal;
+    const startedAt = performance.now();
+    let result: StepResult;
+    try {
+      result = await adapter.generateStep({
+        model: config.model,
+        systemPrompt,
+        messages: run.messages,
+        tools: agent.llmTools,
+        modelParameters: config,
+        abortSignal,
+        onTextDelta,
+      });
+    } catch (error) {
+      // An adapter must return provider failures; a throw is a bug and fires no afterLLMCall (rule 71).
+      if (AgentError.isInstance(error)) throw error;
+      throw new AgentError('run_internal_error', `The model adapter threw: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    const durationMs = performance.now() - startedAt;
+    if (!result.ok && timeout?.aborted && !run.signal.aborted) {
+      result = { ...result, error: new AgentError('provider_timeout', `The model did not answer within ${config.timeoutMs} ms.`, { details: { timeoutMs: config.timeoutMs } }).info };
+    }
+    run.usage.push({
+      kind: 'llm',
+      sessionId: run.setup.sessionId,
+      runId: run.setup.runId,
+      stepIndex,
+      attempt,
+      model: result.model,
+      usage: result.usage,
+      success: result.ok,
+      durationMs,
+      at: Date.now(),
+    });
+
+    let plan: StepPlan;
+    let delayMs = 0;
+    if (result.ok) {
+      plan = planFor(result, hasOutputSchema);
+    } else if (result.error.retryable && attempt < maxAttempts && !run.signal.aborted && result.error.code !== 'run_interrupted') {
+      delayMs = retryDelay(result, attempt, initialDelay, maxDelay);
+      plan = { kind: 'retry', error: result.error, delayMs };
+    } else {
+      plan = { kind: 'fail', error: result.error };
+    }
+    if (run.hooks.has('afterLLMCall')) {
+      await run.fire('afterLLMCall', {
+        result,
+        plan,
+        durationMs,
+        model: result.model,
+        attempt,
+        ...(result.usage === undefined ? {} : { usage: result.usage }),
+        ...(result.ok ? {} : { error: result.error }),
+      });
+    }
+    if (result.ok) return result;
+    if (plan.kind === 'fail') throw failureError(result.error, attempt);
+    warnOnce(run, warned, result.error, attempt, maxAttempts);
+    await sleep(delayMs, run.signal);
+  }
+}
+
+function failureError(info: AgentErrorInfo, attempts: number): AgentError {
+  if (attempts <= 1) return agentErrorFromInfo(info);
+  return agentErrorFromInfo({ ...info, details: { ...info.details, attempts } });
+}
+
+function warnOnce(run: RunContext, warned: Set<string>, error: AgentErrorInfo, attempt: number, maxAttempts: number): void {
+  const key = `${error.code}:${error.message}`;
+  if (warned.has(key)) return;
+  warned.add(key);
+  run.emitNoWait({
+    type: 'warning',
+    errorInfo: { ...error, severity: 'warning', details: { ...error.details, attempt, maxAttempts } },
+    ...run.chunkBase(),
+  });
+}

@@ -1,0 +1,256 @@
+import { enablePatches, freeze, produceWithPatches } from 'immer';
+import type { AgentConfig } from '../define.js';
+import { AgentError, HookError, RunSupersededError } from '../errors.js';
+import type { HookManager } from '../hooks/manager.js';
+import type { AgentHooks, Draft, EmittableChunk, HookContext, HookPoint, StateChangeSource } from '../hooks/types.js';
+import type { Message } from '../messages.js';
+import type { StateStore } from '../store.js';
+import type { StatePatch, StreamChunkInput, StreamWriter } from '../stream.js';
+import type { UsageEntry, UsageStore } from '../usage.js';
+import type { Logger } from './logger.js';
+
+enablePatches();
+
+/** A state change waiting for its onStateChange hooks (fired at the canonical point, not inside updateState). */
+export interface PendingStateChange {
+  readonly previousState: unknown;
+  readonly newState: unknown;
+  readonly source: StateChangeSource;
+  readonly toolName?: string;
+  readonly patches: readonly StatePatch[];
+}
+
+/** Everything a run needs that does not change while it runs. */
+export interface RunSetup {
+  readonly agent: AgentConfig<unknown, unknown>;
+  readonly hooks: HookManager<unknown, unknown>;
+  readonly stateStore: StateStore;
+  readonly writer: StreamWriter;
+  readonly usageStore: UsageStore | undefined;
+  readonly logger: Logger;
+  readonly sessionId: string;
+  readonly runId: string;
+  readonly streamId: string;
+  readonly turnId: string;
+  readonly parentSessionId?: string;
+  readonly userId?: string;
+  readonly tags?: readonly string[];
+  readonly metadata?: Readonly<Record<string, string>>;
+  readonly abort: AbortController;
+  readonly strictTerminalHooks: boolean;
+}
+
+type Handler = (payload: unknown, ctx: HookContext<unknown, unknown>) => void | Promise<void>;
+
+/**
+ * The mutable heart of one run: working state and conversation, the hook context, hook dispatch and
+ * chunk writing. The loop (agent-run.ts) decides what happens; this keeps the books.
+ */
+export class RunContext {
+  readonly setup: RunSetup;
+  /** Working custom state (immutable values; replaced on every write). */
+  state: unknown;
+  /** The state as of the last commit. */
+  committedState: unknown;
+  /** The working conversation: committed rows followed by this step's rows. */
+  readonly messages: Message[];
+  /** Rows appended since the last commit. */
+  readonly pending: Message[] = [];
+  /** Steps this run has committed: the 0-based index of the current step. */
+  stepCount = 0;
+  readonly startedAt: number;
+  /** Usage not yet handed to the usage store. */
+  readonly usage: UsageEntry[] = [];
+  /** Changes made by hooks, fired after the hook that made them returns. */
+  readonly hookStateChanges: PendingStateChange[] = [];
+  readonly hookContext: HookContext<unknown, unknown>;
+  #inStateChangeHook = false;
+
+  constructor(setup: RunSetup, state: unknown, messages: readonly Message[], startedAt: number) {
+    this.setup = setup;
+    this.state = freeze(state, true);
+    this.committedState = this.state;
+    this.messages = messages.slice();
+    this.startedAt = startedAt;
+    this.hookContext = new RunHookContext(this);
+  }
+
+  get hooks(): HookManager<unknown, unknown> {
+    return this.setup.hooks;
+  }
+
+  get signal(): AbortSignal {
+    return this.setup.abort.signal;
+  }
+
+  /** Applies an Immer update; records the change for onStateChange (when anyone listens) and the stream. */
+  updateState(updater: (draft: Draft<unknown>) => void, source: StateChangeSource, queue: PendingStateChange[], toolName?: string): void {
+    const previousState = this.state;
+    const [newState, patches] = produceWithPatches(previousState, updater);
+    if (newState === previousState) return;
+    this.state = newState;
+    const statePatches = patches as unknown as readonly StatePatch[];
+    this.emitNoWait({
+      type: 'state_patch',
+      patches: statePatches,
+      source,
+      ...(toolName === undefined ? {} : { toolName }),
+      ...this.chunkBase(),
+    });
+    // D9: writes made by an onStateChange handler do not fire onStateChange again.
+    if (this.#inStateChangeHook || !this.hooks.has('onStateChange')) return;
+    queue.push({ previousState, newState, source, patches: statePatches, ...(toolName === undefined ? {} : { toolName }) });
+  }
+
+  /** Fires onStateChange for queued changes, in order, then empties the queue. */
+  async flushStateChanges(queue: PendingStateChange[]): Promise<void> {
+    while (queue.length > 0) {
+      const change = queue.shift() as PendingStateChange;
+      this.#inStateChangeHook = true;
+      try {
+        await this.fire('onStateChange', change);
+      } finally {
+        this.#inStateChangeHook = false;
+      }
+    }
+  }
+
+  /**
+   * Runs a point's handlers in order. A throw fails the run as `hook_failed` (the default policy of
+   * hooks-lifecycle.md); the run's own stop and supersede errors pass through unchanged.
+   */
+  async fire<P extends HookPoint>(point: P, payload: Parameters<NonNullable<AgentHooks[P]>>[0]): Promise<void> {
+    const handlers = this.hooks.handlers(point) as readonly Handler[];
+    for (const handler of handlers) {
+      try {
+        await handler(payload, this.hookContext);
+      } catch (error) {
+        throw this.hookError(point, error);
+      }
+      if (this.hookStateChanges.length > 0 && point !== 'onStateChange') await this.flushStateChanges(this.hookStateChanges);
+    }
+  }
+
+  /** Runs an observe-only point: a throw is logged and the next handler still runs. */
+  async fireObserveOnly<P extends HookPoint>(point: P, payload: Parameters<NonNullable<AgentHooks[P]>>[0]): Promise<void> {
+    const handlers = this.hooks.handlers(point) as readonly Handler[];
+    for (const handler of handlers) {
+      try {
+        await handler(payload, this.hookContext);
+      } catch (error) {
+        this.setup.logger.warn(`hook ${point} threw (observe-only, ignored): ${error instanceof Error ? error.message : String(error)}`, {
+          sessionId: this.setup.sessionId,
+          runId: this.setup.runId,
+        });
+      }
+    }
+    this.hookStateChanges.length = 0;
+  }
+
+  hookError(point: HookPoint, error: unknown): AgentError {
+    if (AgentError.isInstance(error) && (error.code === 'run_interrupted' || RunSupersededError.isInstance(error) || HookError.isInstance(error))) {
+      return error;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    return new HookError('hook_failed', `The ${point} hook threw: ${message}`, { details: { hook: point, cause: message }, cause: error });
+  }
+
+  /** Appends a row to the working conversation and fires onMessage for it. */
+  async appendMessage(message: Message): Promise<void> {
+    const messageIndex = this.messages.length;
+    this.messages.push(message);
+    this.pending.push(message);
+    if (this.hooks.has('onMessage')) await this.fire('onMessage', { message, messageIndex });
+  }
+
+  /** Drops the rows appended since the last commit (a step that is stopped or failed). */
+  discardPending(): void {
+    this.messages.length -= this.pending.length;
+    this.pending.length = 0;
+  }
+
+  /** The fields every chunk of this run carries. */
+  chunkBase(): { streamId: string; agentId: string; agentType: string; runId: string; timestamp: number } {
+    const s = this.setup;
+    return { streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() };
+  }
+
+  /** Writes a chunk and waits for it. */
+  async emit(chunk: StreamChunkInput): Promise<void> {
+    await this.setup.writer.write(chunk);
+  }
+
+  /** Writes a chunk without waiting (writers apply writes in call order); a failure is logged. */
+  emitNoWait(chunk: StreamChunkInput): void {
+    this.setup.writer.write(chunk).catch((error: unknown) => {
+      this.setup.logger.error(`stream write failed: ${error instanceof Error ? error.message : String(error)}`, { runId: this.setup.runId });
+    });
+  }
+
+  /** Hands buffered usage to the usage store (after the commit of the work it belongs to). */
+  async flushUsage(): Promise<void> {
+    if (this.usage.length === 0) return;
+    const entries = this.usage.splice(0, this.usage.length);
+    if (!this.setup.usageStore) return;
+    try {
+      await this.setup.usageStore.record(entries);
+    } catch (error) {
+      this.setup.logger.error(`usage store write failed: ${error instanceof Error ? error.message : String(error)}`, { runId: this.setup.runId });
+    }
+  }
+
+  durationMs(): number {
+    return Date.now() - this.startedAt;
+  }
+}
+
+/** The HookContext of a run: one object per run; stepCount reads the live count. */
+class RunHookContext implements HookContext<unknown, unknown> {
+  readonly #run: RunContext;
+  readonly sessionId: string;
+  readonly runId: string;
+  readonly agentType: string;
+  readonly streamId: string;
+  readonly parentSessionId?: string;
+  readonly userId?: string;
+  readonly tags?: readonly string[];
+  readonly metadata?: Readonly<Record<string, string>>;
+
+  constructor(run: RunContext) {
+    const s = run.setup;
+    this.#run = run;
+    this.sessionId = s.sessionId;
+    this.runId = s.runId;
+    this.agentType = s.agent.name;
+    this.streamId = s.streamId;
+    if (s.parentSessionId !== undefined) this.parentSessionId = s.parentSessionId;
+    if (s.userId !== undefined) this.userId = s.userId;
+    if (s.tags !== undefined) this.tags = s.tags;
+    if (s.metadata !== undefined) this.metadata = s.metadata;
+  }
+
+  get stepCount(): number {
+    return this.#run.stepCount;
+  }
+
+  get abortSignal(): AbortSignal {
+    return this.#run.signal;
+  }
+
+  getState(): unknown {
+    return this.#run.state;
+  }
+
+  updateState(updater: (draft: Draft<unknown>) => void): void {
+    this.#run.updateState(updater, 'hook', this.#run.hookStateChanges);
+  }
+
+  async emit(chunk: EmittableChunk): Promise<void> {
+    const base = this.#run.chunkBase();
+    await this.#run.emit({ ...base, ...chunk, streamId: base.streamId, runId: base.runId } as StreamChunkInput);
+  }
+
+  async emitCustom(eventName: string, data: unknown): Promise<void> {
+    await this.#run.emit({ type: 'custom', eventName, data, ...this.#run.chunkBase() });
+  }
+}

@@ -1,0 +1,150 @@
+import type { AgentErrorInfo } from './errors.js';
+
+/** Fields every stream chunk carries. `seq` is the chunk's offset in its stream, assigned on write. */
+export interface ChunkBase {
+  /** The stream the chunk belongs to (a session's stream; the session id by default). */
+  readonly streamId: string;
+  /** The session id (named agentId in the spec's chunk example). */
+  readonly agentId: string;
+  readonly agentType: string;
+  /** The run that wrote the chunk. */
+  readonly runId: string;
+  /** Milliseconds since the epoch. */
+  readonly timestamp: number;
+  /** Offset in the stream, assigned by the stream manager (0-based, gap-free). */
+  readonly seq: number;
+}
+
+/** How a run began: the start signal it fires. */
+export type StartSignalKind = 'start' | 'resumed' | 'retry';
+
+/** The run claimed the stream and started (the last part of a run's entry). */
+export interface RunStartedChunk extends ChunkBase {
+  readonly type: 'run_started';
+  readonly signal: StartSignalKind;
+  readonly input?: string;
+}
+/** A model call attempt starts. */
+export interface StepStartChunk extends ChunkBase {
+  readonly type: 'step_start';
+  readonly stepIndex: number;
+  /** 1-based attempt of this step's model call. */
+  readonly attempt: number;
+}
+/** Streamed model text. */
+export interface TextDeltaChunk extends ChunkBase {
+  readonly type: 'text_delta';
+  readonly stepIndex: number;
+  readonly delta: string;
+}
+/** A tool call starts executing. */
+export interface ToolStartChunk extends ChunkBase {
+  readonly type: 'tool_start';
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly arguments: unknown;
+}
+/** A tool call ended (success or failure). */
+export interface ToolEndChunk extends ChunkBase {
+  readonly type: 'tool_end';
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly success: boolean;
+  readonly result?: unknown;
+  readonly error?: AgentErrorInfo;
+  readonly durationMs: number;
+}
+/** Custom state changed; `patches` are RFC 6902-like Immer patches against the previous state. */
+export interface StatePatchChunk extends ChunkBase {
+  readonly type: 'state_patch';
+  readonly patches: readonly StatePatch[];
+  readonly source: 'tool' | 'hook' | 'system';
+  readonly toolName?: string;
+}
+/** A custom event from a hook or tool (`emitCustom`). */
+export interface CustomChunk extends ChunkBase {
+  readonly type: 'custom';
+  readonly eventName: string;
+  readonly data: unknown;
+}
+/** Non-terminal trouble, e.g. a retried 429 (the spec's `run.warning`). */
+export interface WarningChunk extends ChunkBase {
+  readonly type: 'warning';
+  readonly errorInfo: AgentErrorInfo;
+}
+/** Terminal: the run failed or was interrupted (the spec's `run.failed`); `errorInfo.retryable` says whether to offer a retry. */
+export interface ErrorChunk extends ChunkBase {
+  readonly type: 'error';
+  readonly status: 'failed' | 'interrupted';
+  readonly errorInfo: AgentErrorInfo;
+}
+/** Terminal: the run completed. `state` is absent when onAgentComplete threw (its writes were dropped). */
+export interface EndChunk extends ChunkBase {
+  readonly type: 'end';
+  readonly output: unknown;
+  readonly state?: unknown;
+}
+
+/** One Immer patch (`op`, `path`, `value`). */
+export interface StatePatch {
+  readonly op: 'replace' | 'remove' | 'add';
+  readonly path: readonly (string | number)[];
+  readonly value?: unknown;
+}
+
+/** Every chunk a run writes to its stream. Terminal chunks are `end` and `error`. */
+export type StreamChunk =
+  | RunStartedChunk
+  | StepStartChunk
+  | TextDeltaChunk
+  | ToolStartChunk
+  | ToolEndChunk
+  | StatePatchChunk
+  | CustomChunk
+  | WarningChunk
+  | ErrorChunk
+  | EndChunk;
+
+/** The `type` of a {@link StreamChunk}. */
+export type StreamChunkType = StreamChunk['type'];
+
+/** A chunk as written: the stream manager assigns `seq`. */
+export type StreamChunkInput = StreamChunk extends infer C ? (C extends StreamChunk ? Omit<C, 'seq'> : never) : never;
+
+/** True for the chunks that end a run's part of the stream. */
+export function isTerminalChunk(chunk: StreamChunk): chunk is EndChunk | ErrorChunk {
+  return chunk.type === 'end' || chunk.type === 'error';
+}
+
+/** A run's right to write to a stream. A writer whose claim was taken by a newer run writes nothing. */
+export interface StreamWriter {
+  /** The offset of this claim's first chunk. */
+  readonly startSeq: number;
+  /** Appends a chunk; returns false (and writes nothing) when a newer run has claimed the stream. */
+  write(chunk: StreamChunkInput): Promise<boolean>;
+  /** True while this writer still owns the stream. */
+  readonly owned: boolean;
+}
+
+/** Options for reading a stream. */
+export interface StreamReadOptions {
+  /** Start at this offset (inclusive); 0 by default. Reconnecting clients pass the last seq they saw + 1. */
+  readonly fromSeq?: number;
+  /** Keep following new chunks (default true). With false, the reader ends at the current end of the stream. */
+  readonly follow?: boolean;
+  /** Only this run's chunks, ending after its terminal chunk (or once a newer run claimed the stream and all of this run's chunks were read). */
+  readonly untilRunEnds?: string;
+  /** Stops a following reader. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The stream port: each session has one ordered stream, claimed by its current run. Implementations:
+ * {@link InMemoryStreamManager} here; durable ones in the store packages.
+ */
+export interface StreamManager {
+  /** Makes `runId` the stream's writer; the previous claim stops writing. */
+  claim(streamId: string, runId: string): Promise<StreamWriter>;
+  /** Reads chunks in order, live or after the fact. */
+  read(streamId: string, options?: StreamReadOptions): AsyncIterable<StreamChunk>;
+}

@@ -1,0 +1,104 @@
+import type { TokenUsage } from './llm.js';
+
+/** One usage record: a billed model call or a tool call. */
+export type UsageEntry =
+  | {
+      readonly kind: 'llm';
+      readonly sessionId: string;
+      readonly runId: string;
+      readonly stepIndex: number;
+      readonly attempt: number;
+      readonly model: string;
+      readonly usage: TokenUsage | undefined;
+      readonly success: boolean;
+      readonly durationMs: number;
+      readonly at: number;
+    }
+  | {
+      readonly kind: 'tool';
+      readonly sessionId: string;
+      readonly runId: string;
+      readonly stepIndex: number;
+      readonly toolName: string;
+      readonly toolCallId: string;
+      readonly success: boolean;
+      readonly durationMs: number;
+      readonly at: number;
+    };
+
+/** Per-tool statistics in a {@link UsageRollup}. */
+export interface ToolUsageStats {
+  readonly calls: number;
+  readonly failures: number;
+  readonly totalDurationMs: number;
+}
+
+/** Aggregated usage of a run or a session. */
+export interface UsageRollup {
+  readonly tokens: {
+    readonly prompt: number;
+    readonly completion: number;
+    readonly total: number;
+    readonly cached: number;
+    readonly cacheWrite: number;
+    readonly reasoning: number;
+  };
+  /** Billed model calls, retried attempts included. */
+  readonly modelCalls: number;
+  /** Model calls that failed. */
+  readonly failedModelCalls: number;
+  readonly toolStats: {
+    readonly totalCalls: number;
+    readonly failures: number;
+    readonly byTool: Readonly<Record<string, ToolUsageStats>>;
+  };
+}
+
+/** Which entries a rollup covers. */
+export interface UsageFilter {
+  readonly sessionId?: string;
+  readonly runId?: string;
+}
+
+/** The usage port: the run loop records model and tool calls after each step commit. */
+export interface UsageStore {
+  record(entries: readonly UsageEntry[]): Promise<void>;
+  getRollup(filter: UsageFilter): Promise<UsageRollup>;
+}
+
+/** Folds usage entries into a rollup (shared by every UsageStore implementation). */
+export function rollupUsage(entries: Iterable<UsageEntry>): UsageRollup {
+  let prompt = 0, completion = 0, total = 0, cached = 0, cacheWrite = 0, reasoning = 0;
+  let modelCalls = 0, failedModelCalls = 0, totalCalls = 0, failures = 0;
+  const byTool: Record<string, { calls: number; failures: number; totalDurationMs: number }> = {};
+  for (const entry of entries) {
+    if (entry.kind === 'llm') {
+      modelCalls++;
+      if (!entry.success) failedModelCalls++;
+      const u = entry.usage;
+      if (u) {
+        prompt += u.promptTokens;
+        completion += u.completionTokens;
+        total += u.totalTokens;
+        cached += u.cachedTokens ?? 0;
+        cacheWrite += u.cacheWriteTokens ?? 0;
+        reasoning += u.reasoningTokens ?? 0;
+      }
+    } else {
+      totalCalls++;
+      const stats = (byTool[entry.toolName] ??= { calls: 0, failures: 0, totalDurationMs: 0 });
+      stats.calls++;
+      stats.totalDurationMs += entry.durationMs;
+      if (!entry.success) {
+        stats.failures++;
+        failures++;
+      }
+    }
+  }
+  return {
+    tokens: { prompt, completion, total, cached, cacheWrite, reasoning },
+    modelCalls,
+    failedModelCalls,
+    toolStats: { totalCalls, failures, byTool },
+  };
+}
