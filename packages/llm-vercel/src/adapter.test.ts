@@ -94,7 +94,7 @@ describe('VercelAIAdapter with a scripted model', () => {
 
   it.each(errorCases)('returns $name as $code', async ({ step, code, retryable, retryAfterMs, statusCode }) => {
     const result = failure(await runOne(step));
-    const defaults = ERROR_CODES[code as keyof typeof ERROR_CODES];
+    const defaults: { readonly severity: string; readonly hint?: string } = ERROR_CODES[code as keyof typeof ERROR_CODES];
     expect(result.error).toMatchObject({ code, layer: 'provider', severity: defaults.severity, retryable });
     expect(result.error.hint).toBe(defaults.hint);
     expect(result.retryAfterMs).toBe(retryAfterMs);

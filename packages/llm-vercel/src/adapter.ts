@@ -13,6 +13,11 @@ type StepFailure = Extract<StepResult, { ok: false }>;
 export interface VercelAIAdapterOptions {
   /** `stream` (default) calls `doStream` and forwards text deltas; `generate` calls `doGenerate` and reports the text once. */
   readonly mode?: 'stream' | 'generate';
+  /**
+   * How many conversations besides the last one served keep their converted prompt (default 32), so
+   * interleaved sessions on one adapter still convert only new messages. Each holds its history in memory until evicted.
+   */
+  readonly cachedConversations?: number;
 }
 
 // A throw from the caller's onTextDelta is the caller's bug, not a provider failure: it must escape the classification.
@@ -57,10 +62,11 @@ function buildCallOptions(request: LLMStepRequest, prompt: LanguageModelV3CallOp
 export class VercelAIAdapter implements LLMAdapter {
   /** Whether the adapter streams (`doStream`) or asks for whole replies (`doGenerate`). */
   readonly mode: 'stream' | 'generate';
-  readonly #prompts = new PromptConverter();
+  readonly #prompts: PromptConverter;
 
   constructor(options: VercelAIAdapterOptions = {}) {
     this.mode = options.mode ?? 'stream';
+    this.#prompts = new PromptConverter(options.cachedConversations === undefined ? {} : { maxParked: options.cachedConversations });
   }
 
   /** Makes one model call for `request` and returns its reply, or its classified failure. */

@@ -8,7 +8,7 @@ const assistantCalls = (...ids: string[]): Message => ({
   content: '',
   toolCalls: ids.map((id) => ({ id, name: 'lookup', arguments: { id } })),
 });
-const result = (id: string, content: unknown = { ok: id }): Message => ({ role: 'tool', toolCallId: id, toolName: 'lookup', content });
+const result = (id: string, ...content: [unknown?]): Message => ({ role: 'tool', toolCallId: id, toolName: 'lookup', content: content.length === 0 ? { ok: id } : content[0] });
 
 describe('convertMessage', () => {
   it('converts each role to its V3 form', () => {

@@ -21,6 +21,7 @@ interface PromptSnapshot {
   /** The request's messages array; when the next request passes the same array, its prefix is trusted. */
   readonly source: readonly Message[];
   readonly first: Message;
+  readonly last: Message;
   /** How many messages of `source` the prompt covers. */
   readonly count: number;
   readonly systemPrompt: string | undefined;
@@ -63,17 +64,28 @@ export function convertMessage(message: Message): ConvertedMessage {
 }
 
 /**
- * Turns our conversation into a `LanguageModelV3Prompt`, converting each message once. A request that
- * extends the previous request of its conversation copies that prompt and converts only the new
- * messages, so a step costs the same at message 10 and at message 1,000.
+ * Turns our conversation into a `LanguageModelV3Prompt`. A request that extends an earlier request of
+ * its conversation copies that prompt and converts only the new messages, so a step costs about the
+ * same at message 10 and at message 1,000; any other request converts each message at most once.
  */
 export class PromptConverter {
+  // Used when a request does not extend a known prompt (first call, a rewritten history, a fork).
   readonly #converted = new WeakMap<Message, ConvertedMessage>();
-  // Keyed by the last message a prompt covers: the next request of the conversation contains it.
-  readonly #snapshots = new WeakMap<Message, PromptSnapshot>();
+  // The conversation served last stays in a field, so a run stepping alone costs no map traffic. Others
+  // wait in a small strong map keyed by the last message their prompt covers (the next request of that
+  // conversation contains it). Not a WeakMap: a snapshot references its own key, and such entries make
+  // every V8 GC iterate ephemerons, which cost more than the whole step.
+  #current: PromptSnapshot | undefined;
+  readonly #parked = new Map<Message, PromptSnapshot>();
+  readonly #maxParked: number;
   #conversions = 0;
 
-  /** How many messages this converter has converted (each message is converted once). */
+  /** `maxParked`: how many other conversations keep their prompt for a cheap next step (default 32). */
+  constructor(options: { readonly maxParked?: number } = {}) {
+    this.#maxParked = options.maxParked ?? 32;
+  }
+
+  /** How many messages this converter has converted; a message is converted again only after its prompt was dropped. */
   get conversions(): number {
     return this.#conversions;
   }
@@ -83,27 +95,38 @@ export class PromptConverter {
     const count = messages.length;
     if (count === 0) return systemPrompt === undefined ? [] : [{ role: 'system', content: systemPrompt }];
 
-    const snapshot = this.#findSnapshot(messages);
-    let prompt: LanguageModelV3Message[];
-    let from: number;
-    if (snapshot === undefined) {
-      prompt = systemPrompt === undefined ? [] : [{ role: 'system', content: systemPrompt }];
-      from = 0;
-    } else {
-      if (snapshot.count === count && snapshot.systemPrompt === systemPrompt) return snapshot.prompt as LanguageModelV3Prompt;
-      prompt = withSystemPrompt(snapshot, systemPrompt);
-      from = snapshot.count;
-      // One snapshot per conversation keeps memory linear; a fork of the old prefix rebuilds from the message cache.
-      this.#snapshots.delete(messages[snapshot.count - 1]!);
+    const snapshot = this.#take(messages);
+    const current = this.#current;
+    if (current !== undefined && current !== snapshot) this.#park(current);
+    if (snapshot !== undefined && snapshot.count === count && snapshot.systemPrompt === systemPrompt) {
+      this.#current = snapshot;
+      return snapshot.prompt as LanguageModelV3Prompt;
     }
 
+    // New messages are collected apart and joined to the old prompt with one concat: one exact-size
+    // copy per step (push after slice would copy the history twice).
+    let base: readonly LanguageModelV3Message[];
+    let tail: LanguageModelV3Message[];
+    let from: number;
+    if (snapshot === undefined) {
+      base = [];
+      tail = systemPrompt === undefined ? [] : [{ role: 'system', content: systemPrompt }];
+      from = 0;
+    } else {
+      base = snapshot.systemPrompt === systemPrompt ? snapshot.prompt : withSystemPrompt(snapshot, systemPrompt);
+      tail = [];
+      from = snapshot.count;
+    }
+
+    let replacesLast = false;
     let openTool: V3ToolMessage | undefined;
     for (let i = from; i < count; i++) {
       const message = messages[i]!;
-      const converted = this.#convert(message);
+      // Appended messages are converted once and live on in the snapshot; only a rebuild needs the cache.
+      const converted = snapshot === undefined ? this.#convertCached(message) : this.#convert(message);
       if (message.role !== 'tool') {
         openTool = undefined;
-        prompt.push(converted as LanguageModelV3Message);
+        tail.push(converted as LanguageModelV3Message);
         continue;
       }
       const part = converted as LanguageModelV3ToolResultPart;
@@ -111,43 +134,67 @@ export class PromptConverter {
         openTool.content.push(part);
         continue;
       }
-      const last = prompt[prompt.length - 1];
+      const last = tail.length === 0 ? base[base.length - 1] : undefined;
       if (last !== undefined && last.role === 'tool') {
         // That message belongs to an earlier prompt, which must stay as it was: merge into a copy.
         openTool = { role: 'tool', content: [...last.content, part] };
-        prompt[prompt.length - 1] = openTool;
+        replacesLast = true;
       } else {
         openTool = { role: 'tool', content: [part] };
-        prompt.push(openTool);
       }
+      tail.push(openTool);
     }
 
-    this.#snapshots.set(messages[count - 1]!, { source: messages, first: messages[0]!, count, systemPrompt, prompt });
+    const prompt = base.length === 0 ? tail : replacesLast ? base.slice(0, -1).concat(tail) : base.concat(tail);
+    this.#current = { source: messages, first: messages[0]!, last: messages[count - 1]!, count, systemPrompt, prompt };
     return prompt;
   }
 
   #convert(message: Message): ConvertedMessage {
+    this.#conversions++;
+    return convertMessage(message);
+  }
+
+  #convertCached(message: Message): ConvertedMessage {
     let converted = this.#converted.get(message);
     if (converted === undefined) {
-      converted = convertMessage(message);
+      converted = this.#convert(message);
       this.#converted.set(message, converted);
-      this.#conversions++;
     }
     return converted;
   }
 
-  #findSnapshot(messages: readonly Message[]): PromptSnapshot | undefined {
+  #park(snapshot: PromptSnapshot): void {
+    if (this.#maxParked <= 0) return;
+    this.#parked.delete(snapshot.last);
+    this.#parked.set(snapshot.last, snapshot);
+    // Maps iterate in insertion order: the first key is the conversation parked longest ago.
+    if (this.#parked.size > this.#maxParked) this.#parked.delete(this.#parked.keys().next().value!);
+  }
+
+  /** Finds the snapshot `messages` extends (the current one, or a parked one, which it unparks). */
+  #take(messages: readonly Message[]): PromptSnapshot | undefined {
+    const current = this.#current;
+    if (current !== undefined && coversPrefixOf(current, messages)) return current;
     const stop = Math.max(0, messages.length - SNAPSHOT_LOOKBACK);
     for (let i = messages.length - 1; i >= stop; i--) {
-      const snapshot = this.#snapshots.get(messages[i]!);
+      const snapshot = this.#parked.get(messages[i]!);
       if (snapshot === undefined || snapshot.count !== i + 1) continue;
-      // The same array is append-only (messages are immutable once appended); a different array may
-      // be a rewrite of the history (a redacting hook), so its prefix is compared element by element.
-      if (snapshot.source === messages) return snapshot.first === messages[0] ? snapshot : undefined;
-      return samePrefix(snapshot.source, messages, snapshot.count) ? snapshot : undefined;
+      if (!coversPrefixOf(snapshot, messages)) return undefined;
+      this.#parked.delete(snapshot.last);
+      return snapshot;
     }
     return undefined;
   }
+}
+
+/** True when `messages` starts with exactly the messages `snapshot` covers. */
+function coversPrefixOf(snapshot: PromptSnapshot, messages: readonly Message[]): boolean {
+  const count = snapshot.count;
+  if (messages.length < count || messages[count - 1] !== snapshot.last || messages[0] !== snapshot.first) return false;
+  // The same array is append-only (messages are immutable once appended); a different array may be a
+  // rewrite of the history (a redacting hook), so its prefix is compared element by element.
+  return snapshot.source === messages || samePrefix(snapshot.source, messages, count);
 }
 
 function samePrefix(a: readonly Message[], b: readonly Message[], count: number): boolean {
@@ -158,7 +205,6 @@ function samePrefix(a: readonly Message[], b: readonly Message[], count: number)
 
 function withSystemPrompt(snapshot: PromptSnapshot, systemPrompt: string | undefined): LanguageModelV3Message[] {
   const prompt = snapshot.prompt.slice();
-  if (snapshot.systemPrompt === systemPrompt) return prompt;
   const system: V3SystemMessage | undefined = systemPrompt === undefined ? undefined : { role: 'system', content: systemPrompt };
   if (snapshot.systemPrompt === undefined) prompt.unshift(system!);
   else if (system === undefined) prompt.shift();

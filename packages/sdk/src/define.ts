@@ -131,16 +131,9 @@ export interface AgentDefinition<TState, TOutput> {
   readonly maxSteps?: number;
 }
 
-/** An agent, as `defineAgent` returns it. */
-export interface AgentConfig<TState = EmptyState, TOutput = unknown> {
-  readonly name: string;
-  readonly description?: string;
-  readonly systemPrompt?: SystemPrompt<TState>;
-  readonly stateSchema?: z.ZodType<TState>;
-  readonly outputSchema?: z.ZodType<TOutput>;
-  readonly llmConfig: LLMConfig;
+/** An agent, as `defineAgent` returns it: its definition with the defaults applied and its tool tables built. */
+export interface AgentConfig<TState = EmptyState, TOutput = unknown> extends Omit<AgentDefinition<TState, TOutput>, 'tools' | 'maxSteps'> {
   readonly tools: readonly ToolDefinition[];
-  readonly hooks?: AgentHooks<TState, TOutput>;
   readonly maxSteps: number;
   /** Tools by name (built once). */
   readonly toolsByName: ReadonlyMap<string, ToolDefinition>;

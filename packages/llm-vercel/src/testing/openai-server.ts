@@ -237,17 +237,21 @@ export async function startScriptedOpenAIServer(
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
+  let closing: Promise<void> | undefined;
   return {
     url,
     baseURL: `${url}/v1`,
     requests,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
+    close: () => {
+      // Idempotent, so a test may close early and an afterEach may close again.
+      closing ??= new Promise<void>((resolve, reject) => {
         for (const timer of timers) clearTimeout(timer);
         timers.clear();
         server.close((error) => (error === undefined ? resolve() : reject(error)));
         // close() waits for idle keep-alive sockets; end them so the test process can exit.
         server.closeAllConnections();
-      }),
+      });
+      return closing;
+    },
   };
 }

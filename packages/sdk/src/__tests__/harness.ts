@@ -7,7 +7,6 @@ import {
   InMemoryStreamManager,
   InMemoryUsageStore,
   JSAgentExecutor,
-  silentLogger,
   type AgentDefinition,
   type JSAgentExecutorOptions,
   type Logger,

@@ -1,4 +1,4 @@
 import { InMemoryStateStore } from '../index.js';
-import { runStateStoreConformance } from '../testing/index.js';
+import { runStateStoreConformance } from '../conformance/index.js';
 
 runStateStoreConformance({ name: 'InMemoryStateStore', create: () => new InMemoryStateStore() });

@@ -1,6 +1,6 @@
 import { FINISH_TOOL_NAME } from '../define.js';
 import { AgentError, agentErrorFromInfo, RunInterruptedError, type AgentErrorInfo } from '../errors.js';
-import type { StepPlan } from '../hooks/types.js';
+import type { BeforeLLMCallPayload, StepPlan } from '../hooks/types.js';
 import type { LLMAdapter, StepFailure, StepResult, StepSuccess } from '../llm.js';
 import type { Message } from '../messages.js';
 import type { RunContext } from './run-context.js';
@@ -40,7 +40,6 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
   const maxDelay = config.retry?.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
   const hasOutputSchema = agent.outputSchema !== undefined;
   const stepIndex = run.stepCount;
-  const modelId = config.model.modelId;
   const onTextDelta = (delta: string): void => {
     run.emitNoWait({ type: 'text_delta', stepIndex, delta, ...run.chunkBase() });
   };
@@ -49,16 +48,7 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
     if (run.signal.aborted) throw new RunInterruptedError();
     const systemPrompt = typeof agent.systemPrompt === 'function' ? agent.systemPrompt(run.state) : agent.systemPrompt;
     if (run.hooks.has('beforeLLMCall')) {
-      const messages: readonly Message[] = systemPrompt === undefined ? run.messages.slice() : [{ role: 'system', content: systemPrompt }, ...run.messages];
-      await run.fire('beforeLLMCall', {
-        messages,
-        tools: agent.llmTools,
-        config: agent,
-        model: modelId,
-        provider: config.model.provider,
-        modelParameters: config,
-        attempt,
-      });
+      await run.fire('beforeLLMCall', new LLMCallPayload(run.messages, systemPrompt, agent, attempt));
     }
     await run.emit({ type: 'step_start', stepIndex, attempt, ...run.chunkBase() });
 
@@ -123,6 +113,48 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
     if (plan.kind === 'fail') throw failureError(result.error, attempt);
     warnOnce(run, warned, result.error, attempt, maxAttempts);
     await sleep(delayMs, run.signal);
+  }
+}
+
+/**
+ * beforeLLMCall's payload. `messages` is built on first read: copying the conversation for every call
+ * would make a step's cost grow with the history even when no hook looks at it.
+ */
+class LLMCallPayload implements BeforeLLMCallPayload {
+  readonly #conversation: readonly Message[];
+  readonly #length: number;
+  readonly #systemPrompt: string | undefined;
+  #messages: readonly Message[] | undefined;
+  readonly tools: BeforeLLMCallPayload['tools'];
+  readonly config: BeforeLLMCallPayload['config'];
+  readonly model: string;
+  readonly provider: string;
+  readonly modelParameters: BeforeLLMCallPayload['modelParameters'];
+  readonly attempt: number;
+
+  constructor(conversation: readonly Message[], systemPrompt: string | undefined, agent: BeforeLLMCallPayload['config'], attempt: number) {
+    this.#conversation = conversation;
+    this.#length = conversation.length;
+    this.#systemPrompt = systemPrompt;
+    this.tools = agent.llmTools;
+    this.config = agent;
+    this.model = agent.llmConfig.model.modelId;
+    this.provider = agent.llmConfig.model.provider;
+    this.modelParameters = agent.llmConfig;
+    this.attempt = attempt;
+  }
+
+  get messages(): readonly Message[] {
+    if (this.#messages === undefined) {
+      const rows = this.#conversation.slice(0, this.#length);
+      if (this.#systemPrompt !== undefined) rows.unshift({ role: 'system', content: this.#systemPrompt });
+      this.#messages = Object.freeze(rows);
+    }
+    return this.#messages;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { messages: this.messages, tools: this.tools, model: this.model, provider: this.provider, modelParameters: this.modelParameters, attempt: this.attempt };
   }
 }
 

@@ -1,4 +1,3 @@
 /** Test helpers for helix-agents users: a scripted model and a hook recorder. */
 export * from './scripted-model.js';
 export * from './hook-recorder.js';
-export * from './state-store-conformance.js';

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { runCompleteExample } from './complete-example.js';
+import { PATTERNS, runPattern } from './patterns/run.js';
+
+// An environment without provider settings, so the examples play their scripts whatever the machine has set.
+const scriptedEnv: NodeJS.ProcessEnv = {};
+
+describe('examples run on the scripted model', () => {
+  it('the Complete Example (the demo) shows hooks, streamed text, the output and the usage rollup', async () => {
+    let out = '';
+    const { result, usage } = await runCompleteExample((t) => (out += t), scriptedEnv);
+    expect(result.status).toBe('completed');
+    expect(result.output?.sources).toHaveLength(3);
+    expect(result.state.searchCount).toBe(3);
+    expect(out).toContain('[hook] [session-123] Starting research agent');
+    expect(out).toContain('model> Let me start with the basics.');
+    expect(out).toContain('[hook] [session-123] search: OK');
+    expect(out).toContain('[hook] State updated by tool');
+    expect(out).toContain('Completed in 3 steps');
+    expect(out).toContain('Final output:');
+    expect(usage?.toolStats.totalCalls).toBe(3);
+    expect(out).toContain(`Usage: ${usage?.tokens.total} tokens`);
+  });
+
+  it.each(PATTERNS)('the %s pattern runs', async (name) => {
+    const run = await runPattern(name, () => {}, scriptedEnv);
+    if (name === 'rate-limit') {
+      expect(run.result.status).toBe('failed');
+      expect(run.result.error?.code).toBe('hook_failed');
+      expect(run.result.error?.message).toContain('Rate limit exceeded');
+    } else {
+      expect(run.result.status).toBe('completed');
+    }
+    if (name === 'logging') expect(run.lines.filter((l) => l.startsWith('DEBUG Tool completed'))).toHaveLength(3);
+    if (name === 'metrics') expect(run.lines).toContain('counter agent.steps: 3');
+    if (name === 'custom-events') expect(run.lines.filter((l) => l.startsWith('custom tool.executed'))).toHaveLength(3);
+    if (name === 'timing') expect(run.lines.filter((l) => l.startsWith('search: '))).toHaveLength(3);
+  });
+});
