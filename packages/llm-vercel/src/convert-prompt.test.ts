@@ -89,6 +89,32 @@ describe('PromptConverter', () => {
     expect(prompt).toHaveLength(2_002);
   });
 
+  it('keeps interleaved conversations incremental', () => {
+    const converter = new PromptConverter();
+    const a: Message[] = [user('a0')];
+    const b: Message[] = [user('b0')];
+    for (let step = 1; step <= 10; step++) {
+      a.push({ role: 'assistant', content: `a${step}` });
+      converter.convert('sys', a);
+      b.push({ role: 'assistant', content: `b${step}` });
+      converter.convert('sys', b);
+    }
+    expect(converter.conversions).toBe(a.length + b.length);
+  });
+
+  it('stays correct when more conversations interleave than it keeps', () => {
+    const converter = new PromptConverter({ maxParked: 1 });
+    const conversations: Message[][] = [[user('a')], [user('b')], [user('c')]];
+    for (let step = 0; step < 5; step++) {
+      for (const messages of conversations) {
+        messages.push({ role: 'assistant', content: `${step}` }, result(`t${step}`));
+        expect(converter.convert('sys', messages)).toEqual(new PromptConverter().convert('sys', messages));
+      }
+    }
+    // Evicted prompts are rebuilt from the per-message cache: still one conversion per message.
+    expect(converter.conversions).toBe(conversations.reduce((sum, messages) => sum + messages.length, 0));
+  });
+
   it('sees a rewritten history (a redacting hook) even when the last message is unchanged', () => {
     const converter = new PromptConverter();
     const secret = user('my password is hunter2');
