@@ -29,6 +29,10 @@ export interface ToolContext {
   updateState<TState = unknown>(updater: (draft: Draft<TState>) => void): void;
   /** Emits `{ type: 'custom', eventName, data }` on the run's stream. */
   emitCustom(eventName: string, data: unknown): Promise<void>;
+  /** Stable across recoveries of the same call (`runId:step:callId:tool`), for idempotent side effects. */
+  readonly idempotencyKey: string;
+  /** The execution attempt of the run (1, then +1 per recovery). */
+  readonly attempt: number;
 }
 
 /** The definition of a tool, as `defineTool` returns it. */
@@ -39,6 +43,12 @@ export interface ToolDefinition<TInput = unknown, TOutput = unknown> {
   readonly outputSchema?: z.ZodType<TOutput>;
   /** When true, a successful call ends the run and its output becomes the agent's output. */
   readonly finishWith: boolean;
+  /**
+   * When true, the call is journaled (started, then its result) so that a recovered run replays it
+   * instead of running it again: at most once per committed step. Leave false for pure tools, which a
+   * recovery may run again.
+   */
+  readonly sideEffects: boolean;
   /** The input's JSON Schema, computed once when the tool is defined. */
   readonly jsonSchema: JSONSchema;
   /** Runs the tool. Throwing sends the error back to the model as a `tool_failed` result. */
@@ -52,6 +62,7 @@ export interface ToolDefinitionInput<TInputSchema extends z.ZodType, TOutput> {
   readonly inputSchema: TInputSchema;
   readonly outputSchema?: z.ZodType<TOutput>;
   readonly finishWith?: boolean;
+  readonly sideEffects?: boolean;
   execute(input: z.output<TInputSchema>, ctx: ToolContext): TOutput | Promise<TOutput>;
 }
 
@@ -82,6 +93,7 @@ export function defineTool<TInputSchema extends z.ZodType, TOutput>(
     inputSchema: definition.inputSchema as z.ZodType<z.output<TInputSchema>>,
     ...(definition.outputSchema === undefined ? {} : { outputSchema: definition.outputSchema }),
     finishWith: definition.finishWith ?? false,
+    sideEffects: definition.sideEffects ?? false,
     jsonSchema: toToolJSONSchema(definition.inputSchema),
     execute: (input: z.output<TInputSchema>, ctx: ToolContext) => execute(input, ctx),
   });

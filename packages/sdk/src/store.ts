@@ -1,6 +1,7 @@
 import type { AgentErrorInfo } from './errors.js';
 import type { Message } from './messages.js';
 import type { StartSignalKind, StatePatch } from './stream.js';
+import type { UsageEntry } from './usage.js';
 
 /** The status of a run. */
 export type RunStatus = 'running' | 'completed' | 'failed' | 'interrupted' | 'superseded' | 'suspended';
@@ -21,6 +22,16 @@ export interface TurnRecord {
   readonly inputMessageIndex?: number;
 }
 
+/** What a run was started with, kept so that any process can recover it. */
+export interface RunOptionsRecord {
+  /** The user input of the turn the run began (absent for runs that continue a turn). */
+  readonly input?: string;
+  readonly userId?: string;
+  readonly tags?: readonly string[];
+  readonly metadata?: Readonly<Record<string, string>>;
+  readonly parentSessionId?: string;
+}
+
 /** A run as stored. */
 export interface RunRecord {
   readonly runId: string;
@@ -35,6 +46,59 @@ export interface RunRecord {
   readonly stepCount: number;
   readonly output?: unknown;
   readonly error?: AgentErrorInfo;
+  /** The execution attempt: 1 at K1, +1 each time a process claims the run for recovery. Commits are fenced by it. */
+  readonly epoch: number;
+  /** Who holds the lease (a process id), and until when (ms since the epoch). */
+  readonly leaseOwner: string;
+  readonly leaseExpiresAt: number;
+  readonly options: RunOptionsRecord;
+}
+
+/** A run's right to write: commits must carry its runId and epoch. */
+export interface RunLease {
+  readonly runId: string;
+  readonly epoch: number;
+  readonly owner: string;
+  readonly expiresAt: number;
+}
+
+/**
+ * What the journal records between two step commits, so that a recovered run replays work instead of
+ * doing it again: the staged start-signal marker, a model reply, a side-effecting tool call's start and
+ * result, a terminal hook's outcome.
+ */
+export type JournalKind = 'start_signal' | 'model_reply' | 'call_started' | 'call_result' | 'terminal_hook';
+
+/** One journal record. `key` is unique per run (e.g. `call_result:3:call_abc`). */
+export interface JournalEntry {
+  readonly runId: string;
+  readonly epoch: number;
+  /** The step it belongs to (the run's step count when it was written). */
+  readonly stepIndex: number;
+  readonly kind: JournalKind;
+  readonly key: string;
+  /** A JSON value. */
+  readonly data: unknown;
+  readonly at: number;
+}
+
+/** A run whose lease expired while it was running: its process is presumed dead. */
+export interface RecoverableRun {
+  readonly sessionId: string;
+  readonly runId: string;
+  readonly agentType: string;
+  readonly epoch: number;
+  readonly leaseOwner: string;
+  readonly leaseExpiresAt: number;
+}
+
+/** What claiming a run for recovery returns: everything needed to continue it. */
+export interface ClaimedRun {
+  readonly session: SessionSnapshot;
+  readonly run: RunRecord;
+  readonly lease: RunLease;
+  /** The journal of the run's uncommitted work, oldest first. */
+  readonly journal: readonly JournalEntry[];
 }
 
 /** A session as stored: the committed conversation and state and its current run. */
@@ -70,6 +134,10 @@ export interface BeginRunRequest {
   /** Opens a new turn with these input rows; absent when the run continues the current turn. */
   readonly newTurn?: { readonly turnId: string; readonly input: readonly Message[] };
   readonly startedAt: number;
+  /** The process that runs it, and how long its lease lasts before it must be renewed. */
+  readonly leaseOwner: string;
+  readonly leaseMs: number;
+  readonly options: RunOptionsRecord;
 }
 
 /** What K1 returns: the session as the run must start from. */
@@ -77,6 +145,7 @@ export interface BeginRunResult {
   readonly session: SessionSnapshot;
   /** The run that was current before this one (it is now superseded), if it was still running. */
   readonly supersededRunId?: string;
+  readonly lease: RunLease;
 }
 
 /** A checkpoint: a restorable point of a session (after K2, every K3 and K5). */
@@ -102,6 +171,8 @@ export interface Checkpoint extends CheckpointInfo {
 export interface Commit {
   readonly sessionId: string;
   readonly runId: string;
+  /** The run's epoch (its lease generation); a commit from an older epoch is refused like a superseded run's. */
+  readonly epoch: number;
   readonly kind: Exclude<CommitKind, 'run_start'>;
   /** For step commits: the run's 0-based step index; `(runId, stepIndex)` is written at most once. */
   readonly stepIndex?: number;
@@ -117,6 +188,8 @@ export interface Commit {
   readonly error?: AgentErrorInfo;
   /** Write a checkpoint of this kind with the commit. */
   readonly checkpoint?: CheckpointInfo['kind'];
+  /** Usage to record atomically with the commit (only when this store is also the run's usage store). */
+  readonly usage?: readonly UsageEntry[];
   readonly committedAt: number;
 }
 
@@ -128,16 +201,34 @@ export interface CommitReceipt {
 }
 
 /**
- * The state port. Every write is one atomic operation fenced by the run id: a store refuses a commit
- * from a run that is no longer the session's current run with {@link RunSupersededError}
- * (`state_run_superseded`), and nothing of that commit is applied. Implementations: memory (here),
- * SQLite and Postgres (their own packages); all pass `runStateStoreConformance`.
+ * The state port. Every write is one atomic operation fenced by the run id and epoch: a store refuses a
+ * write from a run that is no longer the session's current run, or from an older epoch of it, with
+ * {@link RunSupersededError} (`state_run_superseded`), and nothing of that write is applied.
+ * Implementations: memory (here), SQLite and Postgres (their own packages); all pass
+ * `runStateStoreConformance` from `@helix-agents/sdk/conformance`.
  */
 export interface StateStore {
-  /** K1: begins a run (creates the session if needed, records the run and the new turn, fences out older runs). */
+  /** K1: begins a run (creates the session if needed, records the run, its lease and the new turn, fences out older runs). */
   beginRun(request: BeginRunRequest): Promise<BeginRunResult>;
-  /** K2–K5: applies a commit atomically, or throws and applies nothing. */
+  /**
+   * K2–K5: applies a commit atomically, or throws and applies nothing. A step commit also drops the
+   * journal entries of that step; a terminal commit drops the run's whole journal and ends its lease.
+   */
   commit(commit: Commit): Promise<CommitReceipt>;
+  /** Extends the lease of a running run; throws RunSupersededError when the run is no longer current or its epoch moved on. */
+  renewLease(runId: string, epoch: number, leaseMs: number, now: number): Promise<RunLease>;
+  /** Runs still current and `running` whose lease expired before `now`, oldest first. */
+  listRecoverable(now: number, limit?: number): Promise<readonly RecoverableRun[]>;
+  /**
+   * Takes over a running run whose lease expired (its process died): the epoch goes up by one, so any
+   * write of the old process is refused from then on. Throws an AgentError `state_run_not_recoverable`
+   * when the run is not current, not running, or its lease has not expired.
+   */
+  claimRun(runId: string, owner: string, leaseMs: number, now: number): Promise<ClaimedRun>;
+  /** Records a journal entry, fenced like a commit. Writing a key that exists keeps the first entry and returns it. */
+  appendJournal(entry: JournalEntry): Promise<JournalEntry>;
+  /** The run's journal (uncommitted work), oldest first. */
+  loadJournal(runId: string): Promise<readonly JournalEntry[]>;
   /** The committed session, or undefined. */
   loadSession(sessionId: string): Promise<SessionSnapshot | undefined>;
   /** A run as stored, or undefined. */

@@ -34,6 +34,15 @@ export interface HookContext<TState = unknown, TOutput = unknown> {
   readonly userId?: string;
   readonly tags?: readonly string[];
   readonly metadata?: Readonly<Record<string, string>>;
+  /**
+   * Stable across recoveries and retries of the same work: `runId:step:callId|-:hookPoint`. A hook with
+   * side effects outside helix state can use it to make them idempotent.
+   */
+  readonly idempotencyKey: string;
+  /** The execution attempt of the run: 1, then +1 each time a process recovers it. */
+  readonly attempt: number;
+  /** The hook point being invoked. */
+  readonly hookPoint: HookPoint;
   /** A read-only snapshot of the custom state. */
   getState(): TState;
   /** Changes the custom state through an Immer draft; persisted with the commit of the work the hook belongs to. */

@@ -1,55 +1,78 @@
-import { AgentError, RunSupersededError, StateCommitError, MaxStepsError, RunInterruptedError, toAgentErrorInfo, agentErrorFromInfo } from '../errors.js';
+import { FINISH_TOOL_NAME } from '../define.js';
+import { AgentError, MaxStepsError, RunInterruptedError, RunSupersededError, StateCommitError, agentErrorFromInfo, toAgentErrorInfo } from '../errors.js';
 import type { ExitReason } from '../hooks/types.js';
-import type { LLMAdapter } from '../llm.js';
-import type { Message } from '../messages.js';
-import type { Commit, RunStatus } from '../store.js';
-import type { AgentResult } from './result.js';
+import type { LLMAdapter, StepSuccess } from '../llm.js';
+import type { AssistantMessage, Message } from '../messages.js';
+import type { RunStatus } from '../store.js';
+import type { StatePatch } from '../stream.js';
+import { crashPoint } from './crash-points.js';
 import { callModel } from './model-call.js';
-import type { RunContext } from './run-context.js';
-import { runToolCalls } from './tool-calls.js';
+import type { AgentResult } from './result.js';
+import type { RunContext, WriteScope } from './run-context.js';
+import { runToolCalls, type ToolOutcome } from './tool-calls.js';
 
 const NUDGE_EMPTY = 'Your last reply was empty. Continue the task: call a tool, or answer.';
 const NUDGE_FINISH = 'Reply by calling the __finish__ tool with your final output as its arguments.';
 
-/** What a run needs to know about how it began. */
+/** How a run begins: a new turn, or a recovery of a run whose process died. */
 export interface RunStart {
-  /** The user input of a new turn (fires onAgentStart with startSignal true and onMessage for the input). */
+  /** The turn's input text. */
   readonly input: string;
+  /** The turn's input rows (onMessage fires for them as part of the start work). */
   readonly inputMessages: readonly Message[];
+  /** The turn's start commit (K2) already landed: its start work never runs again (rule 23). */
+  readonly turnStartCommitted: boolean;
+  /** The start signal's marker is in the journal: it fired in a process that died. */
+  readonly signalFired: boolean;
+  /** A finishing step was committed before the process died: only the terminal work is left. */
+  readonly committedOutput?: { readonly value: unknown };
 }
 
 type Ending =
   | { readonly kind: 'complete'; readonly output: unknown; readonly exitReason: ExitReason }
   | { readonly kind: 'fail'; readonly error: AgentError };
 
+interface TerminalRecord {
+  readonly output: unknown;
+  readonly exitReason: ExitReason;
+  readonly patches: readonly StatePatch[];
+  readonly endCarriesState: boolean;
+}
+
 /**
  * The run loop of runtime-js (ARCHITECTURE.md "The data flow of one run"), entered after K1, the
  * stream claim and run_started: start signal and start work → K2 → steps (model call → tools in
  * parallel → K3) → terminal hooks → K5 → stream end. Each policy lives in its own module; this file
- * only wires them together and decides the ending.
+ * wires them together and decides the ending.
  */
 export async function runLoop(run: RunContext, adapter: LLMAdapter, start: RunStart): Promise<AgentResult> {
-  let startHookFired = false;
+  let startHookFired = start.signalFired || start.turnStartCommitted;
   // A step's failure keeps the state its afterLLMCall left (rule 129); its tools' writes are dropped.
   let failState: unknown;
   try {
-    startHookFired = true;
-    await startTurn(run, start);
+    if (!start.turnStartCommitted) {
+      if (!start.signalFired) {
+        // Staged before the hook, so a recovery knows the signal fired even if the hook never returned.
+        await run.record('start_signal', 'start_signal', { signal: 'start' });
+        startHookFired = true;
+      }
+      await startWork(run, start, !start.signalFired);
+    }
+    if (start.committedOutput) {
+      const agent = run.setup.agent;
+      return await finish(run, { kind: 'complete', output: start.committedOutput.value, exitReason: agent.outputSchema ? 'finish_tool' : 'text' }, startHookFired);
+    }
     const warned = new Set<string>();
     for (;;) {
       if (run.stepCount >= run.setup.agent.maxSteps) return await finish(run, maxStepsEnding(run), startHookFired);
       failState = undefined;
-      const reply = await callModel(run, adapter, warned);
+      const stepScope: WriteScope = { changes: [], patches: [] };
+      const reply = await modelReply(run, adapter, warned, stepScope);
       failState = run.state;
-      await run.appendMessage({
-        role: 'assistant',
-        content: reply.text,
-        ...(reply.toolCalls.length > 0 ? { toolCalls: reply.toolCalls } : {}),
-        ...(reply.reasoning === undefined ? {} : { reasoning: reply.reasoning }),
-      });
       let ending: Ending | undefined;
+      let outcomes: ToolOutcome[] = [];
       if (reply.toolCalls.length > 0) {
-        const outcomes = await runToolCalls(run, reply.toolCalls);
+        outcomes = await runToolCalls(run, reply.toolCalls);
         const finisher = outcomes.find((o) => o.finishOutput !== undefined)?.finishOutput;
         if (finisher) ending = { kind: 'complete', output: finisher.value, exitReason: finisher.via };
       } else if (reply.text.trim() !== '' && run.setup.agent.outputSchema === undefined) {
@@ -57,56 +80,86 @@ export async function runLoop(run: RunContext, adapter: LLMAdapter, start: RunSt
       } else {
         await run.appendMessage({ role: 'user', content: reply.text.trim() === '' ? NUDGE_EMPTY : NUDGE_FINISH });
       }
-      if (run.signal.aborted) throw new RunInterruptedError();
-      await commitStep(run);
+      if (run.signal.aborted) stopAfterTools(run, outcomes);
+      crashPoint('before_k3');
+      await run.commit({ kind: 'step', stepIndex: run.stepCount, checkpoint: 'step', ...(ending?.kind === 'complete' ? { output: ending.output } : {}) });
+      run.stepCount++;
+      crashPoint('after_k3');
       failState = undefined;
       if (ending) return await finish(run, ending, startHookFired);
     }
   } catch (error) {
-    if (isOwnSupersede(run, error)) return await superseded(run, error);
-    run.discardPending();
-    if (AgentError.isInstance(error) && error.code === 'run_interrupted') {
-      // A stopped step's writes are discarded, afterLLMCall's included (rule 126).
-      run.state = run.committedState;
-    } else if (failState !== undefined) {
-      run.state = failState;
-    }
+    const supersede = ownSupersede(run, error);
+    if (supersede) return await superseded(run, supersede);
     const agentError = AgentError.isInstance(error) ? error : agentErrorFromInfo(toAgentErrorInfo(error), error);
+    if (agentError.code === 'run_interrupted') {
+      if (!(error instanceof StopWithRecords)) {
+        // A stopped step's writes are discarded, afterLLMCall's included (rule 126).
+        run.discardPending();
+        run.state = run.committedState;
+      }
+    } else {
+      run.discardPending();
+      if (failState !== undefined) run.state = failState;
+    }
     return await finish(run, { kind: 'fail', error: agentError }, startHookFired);
   }
 }
 
-/** The turn's start work: onAgentStart(startSignal true), then onMessage for the input (D1), then K2. */
-async function startTurn(run: RunContext, start: RunStart): Promise<void> {
+/** A stop after tools ran: the recorded calls' rows and writes are kept with the terminal commit (rule 127). */
+class StopWithRecords extends RunInterruptedError {}
+
+function stopAfterTools(run: RunContext, outcomes: readonly ToolOutcome[]): never {
+  const reason: unknown = run.signal.reason;
+  if (RunSupersededError.isInstance(reason)) throw reason;
+  if (outcomes.length === 0) throw new RunInterruptedError();
+  // Rebuild the state from the last commit plus the writes of each call whose result is recorded:
+  // afterLLMCall's writes and stopped calls' writes are discarded (rules 125–127).
+  run.state = run.committedState;
+  for (const outcome of outcomes) if (!outcome.stopped) run.applyRecordedPatches(outcome.patches);
+  throw new StopWithRecords('The run was stopped; the results of the calls that finished are kept.');
+}
+
+/** The turn's start work: onAgentStart (startSignal true for a new turn, false when owed), then onMessage for the input (D1), then K2. */
+async function startWork(run: RunContext, start: RunStart, startSignal: boolean): Promise<void> {
   if (run.hooks.has('onAgentStart')) {
-    await run.fire('onAgentStart', { agent: run.setup.agent, input: start.input, initialState: run.state, startSignal: true });
+    await run.fire('onAgentStart', { agent: run.setup.agent, input: start.input, initialState: run.state, startSignal });
   }
   for (const message of start.inputMessages) await run.appendMessage(message);
-  await commit(run, { kind: 'turn_start', checkpoint: 'turn_start' });
+  await run.commit({ kind: 'turn_start', checkpoint: 'turn_start' });
+  crashPoint('after_k2');
 }
 
-async function commitStep(run: RunContext): Promise<void> {
-  await commit(run, { kind: 'step', stepIndex: run.stepCount, checkpoint: 'step' });
-  run.stepCount++;
-  await run.flushUsage();
+/** The step's model reply: replayed from the journal when a dead process recorded it, else a model call (with retries). */
+async function modelReply(run: RunContext, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
+  const key = `model_reply:${run.stepCount}`;
+  const recorded = run.journal.get(key)?.data as { reply: StepSuccess; patches: readonly StatePatch[] } | undefined;
+  if (recorded) {
+    run.applyRecordedPatches(recorded.patches);
+    await run.appendMessage(assistantMessage(recorded.reply), run.hookScope, false);
+    return recorded.reply;
+  }
+  const reply = await callModel(run, adapter, warned, scope);
+  await run.appendMessage(assistantMessage(reply), scope);
+  // Journal the reply when a side-effecting tool is called, so a recovery replays the same calls.
+  const toolsByName = run.setup.agent.toolsByName;
+  if (reply.toolCalls.some((c) => c.name !== FINISH_TOOL_NAME && toolsByName.get(c.name)?.sideEffects === true)) {
+    const { text, toolCalls, finishReason, model, usage, reasoning } = reply;
+    await run.record('model_reply', key, {
+      reply: { ok: true, text, toolCalls, finishReason, model, ...(usage ? { usage } : {}), ...(reasoning === undefined ? {} : { reasoning }) },
+      patches: scope.patches ?? [],
+    });
+  }
+  return reply;
 }
 
-/** One fenced commit of the pending rows and, when it changed, the state. */
-async function commit(
-  run: RunContext,
-  fields: Pick<Commit, 'kind' | 'stepIndex' | 'checkpoint' | 'runStatus' | 'output' | 'error'>,
-): Promise<void> {
-  const stateChanged = run.state !== run.committedState;
-  await run.setup.stateStore.commit({
-    sessionId: run.setup.sessionId,
-    runId: run.setup.runId,
-    ...fields,
-    ...(run.pending.length > 0 ? { appendMessages: run.pending.slice() } : {}),
-    ...(stateChanged ? { state: run.state } : {}),
-    committedAt: Date.now(),
-  });
-  run.pending.length = 0;
-  run.committedState = run.state;
+function assistantMessage(reply: StepSuccess): AssistantMessage {
+  return {
+    role: 'assistant',
+    content: reply.text,
+    ...(reply.toolCalls.length > 0 ? { toolCalls: reply.toolCalls } : {}),
+    ...(reply.reasoning === undefined ? {} : { reasoning: reply.reasoning }),
+  };
 }
 
 function maxStepsEnding(run: RunContext): Ending {
@@ -124,41 +177,67 @@ function maxStepsEnding(run: RunContext): Ending {
   return { kind: 'complete', output: text, exitReason: 'max_steps' };
 }
 
-function isOwnSupersede(run: RunContext, error: unknown): error is RunSupersededError {
-  return RunSupersededError.isInstance(error) && error.runId === run.setup.runId;
+/** The run's own supersede, whether thrown by a fenced write or signalled by a lost lease. */
+function ownSupersede(run: RunContext, error: unknown): RunSupersededError | undefined {
+  if (RunSupersededError.isInstance(error) && error.runId === run.setup.runId) return error;
+  const reason: unknown = run.signal.reason;
+  if (run.signal.aborted && RunSupersededError.isInstance(reason)) return reason;
+  return run.superseded;
 }
 
 async function finish(run: RunContext, ending: Ending, startHookFired: boolean): Promise<AgentResult> {
   return ending.kind === 'complete' ? complete(run, ending.output, ending.exitReason, startHookFired) : fail(run, ending.error, startHookFired);
 }
 
-/** onAgentComplete → K5 (its writes land there) → end chunk. A failed K5 fails the run after the hook (rule 43). */
+/**
+ * onAgentComplete → its outcome journaled → K5 (its writes land there) → end chunk. A failed K5 fails
+ * the run after the hook (rule 43). A recovered run replays a journaled outcome instead of calling the
+ * hook again.
+ */
 async function complete(run: RunContext, output: unknown, exitReason: ExitReason, startHookFired: boolean): Promise<AgentResult> {
   const before = run.state;
-  let endCarriesState = true;
-  if (run.hooks.has('onAgentComplete')) {
+  const recorded = run.journal.get('terminal_hook')?.data as TerminalRecord | undefined;
+  let endCarriesState = recorded?.endCarriesState ?? true;
+  if (recorded) {
+    run.applyRecordedPatches(recorded.patches);
+  } else {
+    const scope: WriteScope = { changes: [], patches: [] };
+    if (run.hooks.has('onAgentComplete')) {
+      try {
+        await run.fire('onAgentComplete', { output, finalState: run.state, stepCount: run.stepCount, durationMs: run.durationMs(), exitReason }, scope);
+      } catch (error) {
+        const supersede = ownSupersede(run, error);
+        if (supersede) return superseded(run, supersede);
+        run.state = before;
+        scope.patches?.splice(0);
+        const hookError = AgentError.isInstance(error) ? error : run.hookError('onAgentComplete', error);
+        if (run.setup.strictTerminalHooks) return fail(run, hookError, startHookFired);
+        // HOOK-RULES C5: the run stays completed; the hook's writes are dropped and the end frame carries no state.
+        run.setup.logger.error(`onAgentComplete threw; the run completes without its writes: ${hookError.message}`, { runId: run.setup.runId });
+        endCarriesState = false;
+      }
+    }
     try {
-      await run.fire('onAgentComplete', { output, finalState: run.state, stepCount: run.stepCount, durationMs: run.durationMs(), exitReason });
+      const record: TerminalRecord = { output, exitReason, patches: scope.patches ?? [], endCarriesState };
+      await run.record('terminal_hook', 'terminal_hook', record);
     } catch (error) {
-      if (isOwnSupersede(run, error)) return superseded(run, error);
-      run.state = before;
-      const hookError = AgentError.isInstance(error) ? error : run.hookError('onAgentComplete', error);
-      if (run.setup.strictTerminalHooks) return fail(run, hookError, startHookFired);
-      // HOOK-RULES C5: the run stays completed; the hook's writes are dropped and the end frame carries no state.
-      run.setup.logger.error(`onAgentComplete threw; the run completes without its writes: ${hookError.message}`, { runId: run.setup.runId });
-      endCarriesState = false;
+      const supersede = ownSupersede(run, error);
+      if (supersede) return superseded(run, supersede);
+      throw error;
     }
   }
+  crashPoint('before_k5');
   try {
-    await commit(run, { kind: 'terminal', runStatus: 'completed', output, checkpoint: 'state' });
+    await run.commit({ kind: 'terminal', runStatus: 'completed', output, checkpoint: 'state' });
   } catch (error) {
-    if (isOwnSupersede(run, error)) return superseded(run, error);
+    const supersede = ownSupersede(run, error);
+    if (supersede) return superseded(run, supersede);
     run.state = before;
     const message = error instanceof Error ? error.message : String(error);
     const commitError = AgentError.isInstance(error) ? error : new StateCommitError(`The terminal commit failed: ${message}`, { cause: error });
     return fail(run, commitError, startHookFired);
   }
-  await run.flushUsage();
+  crashPoint('after_k5');
   await run.emit({ type: 'end', output, ...(endCarriesState ? { state: run.state } : {}), ...run.chunkBase() });
   return result(run, 'completed', { output, exitReason });
 }
@@ -166,8 +245,8 @@ async function complete(run: RunContext, output: unknown, exitReason: ExitReason
 /** onAgentFail (observe-only, writes dropped: rule 39) → K5 → error chunk. */
 async function fail(run: RunContext, error: AgentError, startHookFired: boolean): Promise<AgentResult> {
   const status: RunStatus = error.code === 'run_interrupted' ? 'interrupted' : 'failed';
-  run.discardPending();
   const finalState = run.state;
+  const keptRows = run.pending.length;
   if (startHookFired && run.hooks.has('onAgentFail')) {
     await run.fireObserveOnly('onAgentFail', {
       error,
@@ -177,28 +256,30 @@ async function fail(run: RunContext, error: AgentError, startHookFired: boolean)
       recoverable: error.retryable,
     });
     run.state = finalState;
-    run.discardPending();
+    // Rows the fail hook appended are dropped with its writes.
+    run.messages.length -= run.pending.length - keptRows;
+    run.pending.length = keptRows;
   }
   try {
-    await commit(run, { kind: 'terminal', runStatus: status, error: error.info, checkpoint: 'state' });
+    await run.commit({ kind: 'terminal', runStatus: status, error: error.info, checkpoint: 'state' });
   } catch (commitError) {
-    if (isOwnSupersede(run, commitError)) return superseded(run, commitError);
+    const supersede = ownSupersede(run, commitError);
+    if (supersede) return superseded(run, supersede);
     run.setup.logger.error(`The terminal commit of a ${status} run failed: ${commitError instanceof Error ? commitError.message : String(commitError)}`, {
       runId: run.setup.runId,
     });
   }
-  await run.flushUsage();
   await run.emit({ type: 'error', status, errorInfo: error.info, ...run.chunkBase() });
   return result(run, status, { error: error.info });
 }
 
 /** onAgentSuperseded (observe-only); the run writes nothing more, not even to the stream (rule 47). */
 async function superseded(run: RunContext, error: RunSupersededError): Promise<AgentResult> {
+  run.superseded ??= error;
   run.discardPending();
   if (run.hooks.has('onAgentSuperseded')) {
     await run.fireObserveOnly('onAgentSuperseded', { error, finalState: run.state, stepCount: run.stepCount, durationMs: run.durationMs() });
   }
-  run.setup.abort.abort(error);
   return result(run, 'superseded', { error: error.info });
 }
 

@@ -3,7 +3,8 @@ import { AgentError, agentErrorFromInfo, RunInterruptedError, type AgentErrorInf
 import type { BeforeLLMCallPayload, StepPlan } from '../hooks/types.js';
 import type { LLMAdapter, StepFailure, StepResult, StepSuccess } from '../llm.js';
 import type { Message } from '../messages.js';
-import type { RunContext } from './run-context.js';
+import { crashPoint } from './crash-points.js';
+import type { RunContext, WriteScope } from './run-context.js';
 import { sleep } from './sleep.js';
 
 const DEFAULT_ATTEMPTS = 3;
@@ -32,7 +33,7 @@ function retryDelay(failure: StepFailure, attempt: number, initial: number, max:
  * announced once per distinct message by a warning chunk (D12). Returns the successful reply or
  * throws the last classified error.
  */
-export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Set<string>): Promise<StepSuccess> {
+export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
   const { agent } = run.setup;
   const config = agent.llmConfig;
   const maxAttempts = Math.max(1, config.retry?.maxAttempts ?? DEFAULT_ATTEMPTS);
@@ -48,9 +49,10 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
     if (run.signal.aborted) throw new RunInterruptedError();
     const systemPrompt = typeof agent.systemPrompt === 'function' ? agent.systemPrompt(run.state) : agent.systemPrompt;
     if (run.hooks.has('beforeLLMCall')) {
-      await run.fire('beforeLLMCall', new LLMCallPayload(run.messages, systemPrompt, agent, attempt));
+      await run.fire('beforeLLMCall', new LLMCallPayload(run.messages, systemPrompt, agent, attempt), scope);
     }
     await run.emit({ type: 'step_start', stepIndex, attempt, ...run.chunkBase() });
+    crashPoint('in_model_call');
 
     const timeout = config.timeoutMs === undefined ? undefined : AbortSignal.timeout(config.timeoutMs);
     const abortSignal = timeout ? AbortSignal.any([run.signal, timeout]) : run.signal;
@@ -107,7 +109,7 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
         attempt,
         ...(result.usage === undefined ? {} : { usage: result.usage }),
         ...(result.ok ? {} : { error: result.error }),
-      });
+      }, scope);
     }
     if (result.ok) return result;
     if (plan.kind === 'fail') throw failureError(result.error, attempt);

@@ -1,10 +1,10 @@
-import { enablePatches, freeze, produceWithPatches } from 'immer';
+import { applyPatches, enablePatches, freeze, produceWithPatches, type Patch } from 'immer';
 import type { AgentConfig } from '../define.js';
 import { AgentError, HookError, RunSupersededError } from '../errors.js';
 import type { HookManager } from '../hooks/manager.js';
 import type { AgentHooks, Draft, EmittableChunk, HookContext, HookPoint, StateChangeSource } from '../hooks/types.js';
 import type { Message } from '../messages.js';
-import type { StateStore } from '../store.js';
+import type { Commit, JournalEntry, JournalKind, StateStore } from '../store.js';
 import type { StatePatch, StreamChunkInput, StreamWriter } from '../stream.js';
 import type { UsageEntry, UsageStore } from '../usage.js';
 import type { Logger } from './logger.js';
@@ -20,6 +20,17 @@ export interface PendingStateChange {
   readonly patches: readonly StatePatch[];
 }
 
+/**
+ * Where state writes are booked: the onStateChange queue and, for a tool call, the call's own patches
+ * (so a stop can keep the writes of a call whose result is recorded and drop the rest).
+ */
+export interface WriteScope {
+  readonly changes: PendingStateChange[];
+  readonly patches?: StatePatch[];
+  /** The call this scope belongs to (part of hook idempotency keys). */
+  readonly callId?: string;
+}
+
 /** Everything a run needs that does not change while it runs. */
 export interface RunSetup {
   readonly agent: AgentConfig<unknown, unknown>;
@@ -32,6 +43,8 @@ export interface RunSetup {
   readonly runId: string;
   readonly streamId: string;
   readonly turnId: string;
+  /** The run's lease generation: commits are fenced by it. */
+  readonly epoch: number;
   readonly parentSessionId?: string;
   readonly userId?: string;
   readonly tags?: readonly string[];
@@ -43,8 +56,8 @@ export interface RunSetup {
 type Handler = (payload: unknown, ctx: HookContext<unknown, unknown>) => void | Promise<void>;
 
 /**
- * The mutable heart of one run: working state and conversation, the hook context, hook dispatch and
- * chunk writing. The loop (agent-run.ts) decides what happens; this keeps the books.
+ * The mutable heart of one run: working state and conversation, hook dispatch, commits, the journal
+ * and chunk writing. The loop (agent-run.ts) decides what happens; this keeps the books.
  */
 export class RunContext {
   readonly setup: RunSetup;
@@ -57,22 +70,26 @@ export class RunContext {
   /** Rows appended since the last commit. */
   readonly pending: Message[] = [];
   /** Steps this run has committed: the 0-based index of the current step. */
-  stepCount = 0;
+  stepCount: number;
   readonly startedAt: number;
-  /** Usage not yet handed to the usage store. */
+  /** Usage not yet committed. */
   readonly usage: UsageEntry[] = [];
-  /** Changes made by hooks, fired after the hook that made them returns. */
-  readonly hookStateChanges: PendingStateChange[] = [];
-  readonly hookContext: HookContext<unknown, unknown>;
+  /** Writes made by run-level hooks. */
+  readonly hookScope: WriteScope = { changes: [] };
+  /** Journal entries of uncommitted work, by key (a recovered run replays them). */
+  readonly journal: Map<string, JournalEntry>;
+  /** Set when a tool raised this run's own supersede: no further tool may start. */
+  superseded: RunSupersededError | undefined;
   #inStateChangeHook = false;
 
-  constructor(setup: RunSetup, state: unknown, messages: readonly Message[], startedAt: number) {
+  constructor(setup: RunSetup, state: unknown, messages: readonly Message[], startedAt: number, stepCount = 0, journal: readonly JournalEntry[] = []) {
     this.setup = setup;
     this.state = freeze(state, true);
     this.committedState = this.state;
     this.messages = messages.slice();
     this.startedAt = startedAt;
-    this.hookContext = new RunHookContext(this);
+    this.stepCount = stepCount;
+    this.journal = new Map(journal.map((e) => [e.key, e]));
   }
 
   get hooks(): HookManager<unknown, unknown> {
@@ -83,13 +100,14 @@ export class RunContext {
     return this.setup.abort.signal;
   }
 
-  /** Applies an Immer update; records the change for onStateChange (when anyone listens) and the stream. */
-  updateState(updater: (draft: Draft<unknown>) => void, source: StateChangeSource, queue: PendingStateChange[], toolName?: string): void {
+  /** Applies an Immer update; books it in `scope` and, when anyone listens, queues onStateChange. */
+  updateState(updater: (draft: Draft<unknown>) => void, source: StateChangeSource, scope: WriteScope, toolName?: string): void {
     const previousState = this.state;
     const [newState, patches] = produceWithPatches(previousState, updater);
     if (newState === previousState) return;
     this.state = newState;
     const statePatches = patches as unknown as readonly StatePatch[];
+    if (scope.patches) for (const p of statePatches) scope.patches.push(p);
     this.emitNoWait({
       type: 'state_patch',
       patches: statePatches,
@@ -99,16 +117,23 @@ export class RunContext {
     });
     // D9: writes made by an onStateChange handler do not fire onStateChange again.
     if (this.#inStateChangeHook || !this.hooks.has('onStateChange')) return;
-    queue.push({ previousState, newState, source, patches: statePatches, ...(toolName === undefined ? {} : { toolName }) });
+    scope.changes.push({ previousState, newState, source, patches: statePatches, ...(toolName === undefined ? {} : { toolName }) });
+  }
+
+  /** Applies recorded patches (a replayed journal entry) without firing hooks. */
+  applyRecordedPatches(patches: readonly StatePatch[]): void {
+    if (patches.length === 0) return;
+    this.state = freeze(applyPatches(this.state as object, patches as unknown as Patch[]), true);
   }
 
   /** Fires onStateChange for queued changes, in order, then empties the queue. */
-  async flushStateChanges(queue: PendingStateChange[]): Promise<void> {
+  async flushStateChanges(scope: WriteScope): Promise<void> {
+    const queue = scope.changes;
     while (queue.length > 0) {
       const change = queue.shift() as PendingStateChange;
       this.#inStateChangeHook = true;
       try {
-        await this.fire('onStateChange', change);
+        await this.fire('onStateChange', change, scope);
       } finally {
         this.#inStateChangeHook = false;
       }
@@ -119,24 +144,26 @@ export class RunContext {
    * Runs a point's handlers in order. A throw fails the run as `hook_failed` (the default policy of
    * hooks-lifecycle.md); the run's own stop and supersede errors pass through unchanged.
    */
-  async fire<P extends HookPoint>(point: P, payload: Parameters<NonNullable<AgentHooks[P]>>[0]): Promise<void> {
+  async fire<P extends HookPoint>(point: P, payload: Parameters<NonNullable<AgentHooks[P]>>[0], scope: WriteScope = this.hookScope): Promise<void> {
     const handlers = this.hooks.handlers(point) as readonly Handler[];
+    const ctx = new HookCallContext(this, point, scope);
     for (const handler of handlers) {
       try {
-        await handler(payload, this.hookContext);
+        await handler(payload, ctx);
       } catch (error) {
         throw this.hookError(point, error);
       }
-      if (this.hookStateChanges.length > 0 && point !== 'onStateChange') await this.flushStateChanges(this.hookStateChanges);
+      if (scope.changes.length > 0 && point !== 'onStateChange') await this.flushStateChanges(scope);
     }
   }
 
   /** Runs an observe-only point: a throw is logged and the next handler still runs. */
   async fireObserveOnly<P extends HookPoint>(point: P, payload: Parameters<NonNullable<AgentHooks[P]>>[0]): Promise<void> {
     const handlers = this.hooks.handlers(point) as readonly Handler[];
+    const ctx = new HookCallContext(this, point, this.hookScope);
     for (const handler of handlers) {
       try {
-        await handler(payload, this.hookContext);
+        await handler(payload, ctx);
       } catch (error) {
         this.setup.logger.warn(`hook ${point} threw (observe-only, ignored): ${error instanceof Error ? error.message : String(error)}`, {
           sessionId: this.setup.sessionId,
@@ -144,7 +171,7 @@ export class RunContext {
         });
       }
     }
-    this.hookStateChanges.length = 0;
+    this.hookScope.changes.length = 0;
   }
 
   hookError(point: HookPoint, error: unknown): AgentError {
@@ -155,18 +182,59 @@ export class RunContext {
     return new HookError('hook_failed', `The ${point} hook threw: ${message}`, { details: { hook: point, cause: message }, cause: error });
   }
 
-  /** Appends a row to the working conversation and fires onMessage for it. */
-  async appendMessage(message: Message): Promise<void> {
+  /** Appends a row to the working conversation and (unless replaying) fires onMessage for it. */
+  async appendMessage(message: Message, scope: WriteScope = this.hookScope, fireHooks = true): Promise<void> {
     const messageIndex = this.messages.length;
     this.messages.push(message);
     this.pending.push(message);
-    if (this.hooks.has('onMessage')) await this.fire('onMessage', { message, messageIndex });
+    if (fireHooks && this.hooks.has('onMessage')) await this.fire('onMessage', { message, messageIndex }, scope);
   }
 
   /** Drops the rows appended since the last commit (a step that is stopped or failed). */
   discardPending(): void {
     this.messages.length -= this.pending.length;
     this.pending.length = 0;
+  }
+
+  /** One fenced commit of the pending rows, the state when it changed, and the buffered usage. */
+  async commit(fields: Pick<Commit, 'kind' | 'stepIndex' | 'checkpoint' | 'runStatus' | 'output' | 'error'>): Promise<void> {
+    const s = this.setup;
+    const stateChanged = this.state !== this.committedState;
+    // Usage rides in the commit when the state store is also the run's usage store, so both land atomically.
+    const atomicUsage = this.usage.length > 0 && (s.usageStore as unknown) === s.stateStore;
+    await s.stateStore.commit({
+      sessionId: s.sessionId,
+      runId: s.runId,
+      epoch: s.epoch,
+      ...fields,
+      ...(this.pending.length > 0 ? { appendMessages: this.pending.slice() } : {}),
+      ...(stateChanged ? { state: this.state } : {}),
+      ...(atomicUsage ? { usage: this.usage.slice() } : {}),
+      committedAt: Date.now(),
+    });
+    this.pending.length = 0;
+    this.committedState = this.state;
+    if (atomicUsage) this.usage.length = 0;
+    else await this.flushUsage();
+    for (const key of [...this.journal.keys()]) {
+      const entry = this.journal.get(key) as JournalEntry;
+      if (fields.kind === 'terminal' || (fields.kind === 'step' && entry.stepIndex <= (fields.stepIndex ?? -1))) this.journal.delete(key);
+    }
+  }
+
+  /** Records (or finds, when replaying) a journal entry of the current step. */
+  async record(kind: JournalKind, key: string, data: unknown): Promise<JournalEntry> {
+    const entry = await this.setup.stateStore.appendJournal({
+      runId: this.setup.runId,
+      epoch: this.setup.epoch,
+      stepIndex: this.stepCount,
+      kind,
+      key,
+      data,
+      at: Date.now(),
+    });
+    this.journal.set(key, entry);
+    return entry;
   }
 
   /** The fields every chunk of this run carries. */
@@ -204,9 +272,8 @@ export class RunContext {
   }
 }
 
-/** The HookContext of a run: one object per run; stepCount reads the live count. */
-class RunHookContext implements HookContext<unknown, unknown> {
-  readonly #run: RunContext;
+/** The HookContext of one hook point invocation; stepCount and state read the live run. */
+class HookCallContext implements HookContext<unknown, unknown> {
   readonly sessionId: string;
   readonly runId: string;
   readonly agentType: string;
@@ -215,14 +282,24 @@ class RunHookContext implements HookContext<unknown, unknown> {
   readonly userId?: string;
   readonly tags?: readonly string[];
   readonly metadata?: Readonly<Record<string, string>>;
+  readonly idempotencyKey: string;
+  readonly attempt: number;
+  readonly hookPoint: HookPoint;
+  // Not #private: keeps the object cheap to build on every invocation.
+  private readonly run: RunContext;
+  private readonly scope: WriteScope;
 
-  constructor(run: RunContext) {
+  constructor(run: RunContext, point: HookPoint, scope: WriteScope) {
     const s = run.setup;
-    this.#run = run;
+    this.run = run;
+    this.scope = scope;
     this.sessionId = s.sessionId;
     this.runId = s.runId;
     this.agentType = s.agent.name;
     this.streamId = s.streamId;
+    this.hookPoint = point;
+    this.attempt = s.epoch;
+    this.idempotencyKey = `${s.runId}:${run.stepCount}:${scope.callId ?? '-'}:${point}`;
     if (s.parentSessionId !== undefined) this.parentSessionId = s.parentSessionId;
     if (s.userId !== undefined) this.userId = s.userId;
     if (s.tags !== undefined) this.tags = s.tags;
@@ -230,27 +307,27 @@ class RunHookContext implements HookContext<unknown, unknown> {
   }
 
   get stepCount(): number {
-    return this.#run.stepCount;
+    return this.run.stepCount;
   }
 
   get abortSignal(): AbortSignal {
-    return this.#run.signal;
+    return this.run.signal;
   }
 
   getState(): unknown {
-    return this.#run.state;
+    return this.run.state;
   }
 
   updateState(updater: (draft: Draft<unknown>) => void): void {
-    this.#run.updateState(updater, 'hook', this.#run.hookStateChanges);
+    this.run.updateState(updater, 'hook', this.scope);
   }
 
   async emit(chunk: EmittableChunk): Promise<void> {
-    const base = this.#run.chunkBase();
-    await this.#run.emit({ ...base, ...chunk, streamId: base.streamId, runId: base.runId } as StreamChunkInput);
+    const base = this.run.chunkBase();
+    await this.run.emit({ ...base, ...chunk, streamId: base.streamId, runId: base.runId } as StreamChunkInput);
   }
 
   async emitCustom(eventName: string, data: unknown): Promise<void> {
-    await this.#run.emit({ type: 'custom', eventName, data, ...this.#run.chunkBase() });
+    await this.run.emit({ type: 'custom', eventName, data, ...this.run.chunkBase() });
   }
 }

@@ -1,15 +1,29 @@
 import { z } from 'zod';
-import type { Draft } from '../hooks/types.js';
 import { FINISH_TOOL_NAME, type ToolContext, type ToolDefinition } from '../define.js';
-import { AgentError, RunInterruptedError, ToolError, type AgentErrorInfo } from '../errors.js';
+import { AgentError, RunSupersededError, ToolError, type AgentErrorInfo } from '../errors.js';
+import type { Draft } from '../hooks/types.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
-import type { PendingStateChange, RunContext } from './run-context.js';
+import type { StatePatch } from '../stream.js';
+import { crashPoint } from './crash-points.js';
+import type { RunContext, WriteScope } from './run-context.js';
 
-/** How one call of a step ended, for the loop's finish decision. */
+/** How one call of a step ended. */
 export interface ToolOutcome {
   readonly call: ToolCall;
   /** The agent output a successful finishWith or `__finish__` call produced. */
   readonly finishOutput?: { readonly value: unknown; readonly via: 'finish_tool' | 'finish_with' };
+  /** The state writes booked to this call (its tool's and its hooks'). */
+  readonly patches: readonly StatePatch[];
+  /** True when a stop ended the call before its result was recorded: its writes are discarded. */
+  readonly stopped: boolean;
+}
+
+interface CallResultRecord {
+  readonly message: ToolResultMessage;
+  readonly patches: readonly StatePatch[];
+  readonly success: boolean;
+  readonly durationMs: number;
+  readonly finishOutput?: ToolOutcome['finishOutput'];
 }
 
 function errorResult(call: ToolCall, info: AgentErrorInfo): ToolResultMessage {
@@ -22,15 +36,37 @@ function invalid(toolName: string, error: z.ZodError): AgentErrorInfo {
   }).info;
 }
 
+function stoppedResult(call: ToolCall): ToolResultMessage {
+  return errorResult(call, new ToolError('run_stopped', `The run was stopped before "${call.name}" finished.`, { details: { tool: call.name } }).info);
+}
+
+function isOwnSupersede(run: RunContext, error: unknown): error is RunSupersededError {
+  return RunSupersededError.isInstance(error) && error.runId === run.setup.runId;
+}
+
 /**
  * Runs a step's tool calls in parallel; each follows D3: beforeTool → execute → onStateChange* →
- * onMessage(result) → afterTool. Unknown tools and invalid arguments go back to the model without
- * tool hooks (D5); `__finish__` is internal and fires no tool hooks (D7). Waits for every call, then
- * rethrows the first run-ending error.
+ * onMessage(result) → afterTool. Unknown tools and invalid arguments go back to the model without tool
+ * hooks (D5); `__finish__` is internal and fires no tool hooks (D7). A supersede raised inside a tool
+ * ends the step at once (rules 56–59): siblings already started finish unpersisted, none starts later.
+ * Otherwise it waits for every call and rethrows the first run-ending error.
  */
 export async function runToolCalls(run: RunContext, calls: readonly ToolCall[]): Promise<ToolOutcome[]> {
   const regular = calls.filter((c) => c.name !== FINISH_TOOL_NAME);
-  const settled = await Promise.allSettled(regular.map((call) => runToolCall(run, call)));
+  let raise: (error: unknown) => void = () => {};
+  const supersede = new Promise<never>((_resolve, reject) => (raise = reject));
+  const all = Promise.allSettled(
+    regular.map((call) =>
+      runToolCall(run, call).catch((error: unknown) => {
+        if (isOwnSupersede(run, error)) {
+          run.superseded ??= error;
+          raise(error);
+        }
+        throw error;
+      }),
+    ),
+  );
+  const settled = await Promise.race([all, supersede]);
   const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failure) throw failure.reason;
   const outcomes = settled.map((s) => (s as PromiseFulfilledResult<ToolOutcome>).value);
@@ -45,17 +81,21 @@ export async function runToolCalls(run: RunContext, calls: readonly ToolCall[]):
 
 async function runFinishCall(run: RunContext, call: ToolCall): Promise<ToolOutcome> {
   const schema = run.setup.agent.outputSchema;
+  if (run.signal.aborted) {
+    await run.appendMessage(stoppedResult(call));
+    return { call, patches: [], stopped: true };
+  }
   if (!schema) {
     await run.appendMessage(errorResult(call, new ToolError('tool_not_found', `Tool "${FINISH_TOOL_NAME}" is not available: this agent answers in plain text.`).info));
-    return { call };
+    return { call, patches: [], stopped: false };
   }
   const parsed = schema.safeParse(call.arguments);
   if (!parsed.success) {
     await run.appendMessage(errorResult(call, invalid(FINISH_TOOL_NAME, parsed.error)));
-    return { call };
+    return { call, patches: [], stopped: false };
   }
   await run.appendMessage({ role: 'tool', toolCallId: call.id, toolName: call.name, content: { ok: true } });
-  return { call, finishOutput: { value: parsed.data, via: 'finish_tool' } };
+  return { call, finishOutput: { value: parsed.data, via: 'finish_tool' }, patches: [], stopped: false };
 }
 
 async function runToolCall(run: RunContext, call: ToolCall): Promise<ToolOutcome> {
@@ -66,24 +106,47 @@ async function runToolCall(run: RunContext, call: ToolCall): Promise<ToolOutcome
     await run.appendMessage(
       errorResult(call, new ToolError('tool_not_found', `Unknown tool "${call.name}". Available tools: ${available}.`, { details: { tool: call.name } }).info),
     );
-    return { call };
+    return { call, patches: [], stopped: false };
   }
   const parsed = tool.inputSchema.safeParse(call.arguments);
   if (!parsed.success) {
     await run.appendMessage(errorResult(call, invalid(tool.name, parsed.error)));
-    return { call };
+    return { call, patches: [], stopped: false };
   }
-  if (run.signal.aborted) throw new RunInterruptedError();
+  const stepIndex = run.stepCount;
+  const resultKey = `call_result:${stepIndex}:${call.id}`;
+  const startedKey = `call_started:${stepIndex}:${call.id}`;
+  if (tool.sideEffects) {
+    const recorded = run.journal.get(resultKey);
+    if (recorded) return replayCall(run, call, tool, recorded.data as CallResultRecord);
+    if (run.journal.has(startedKey)) {
+      // At most once: it may have run in the process that died, so it is not run again.
+      const message = errorResult(call, new ToolError('tool_interrupted', `Tool "${tool.name}" was interrupted: its outcome is unknown and it was not run again.`, { details: { tool: tool.name } }).info);
+      await run.appendMessage(message, run.hookScope, false);
+      return { call, patches: [], stopped: false };
+    }
+  }
+  if (run.signal.aborted || run.superseded) {
+    await run.appendMessage(stoppedResult(call));
+    return { call, patches: [], stopped: true };
+  }
+  const scope: Required<Pick<WriteScope, 'patches'>> & WriteScope = { changes: [], patches: [], callId: call.id };
   const toolCall: ToolCall = { id: call.id, name: call.name, arguments: parsed.data };
-  if (run.hooks.has('beforeTool')) await run.fire('beforeTool', { toolCall, tool });
+  if (run.hooks.has('beforeTool')) await run.fire('beforeTool', { toolCall, tool }, scope);
+  // No new work once the run is superseded or stopped (rule 59, D13).
+  if (run.superseded) throw run.superseded;
+  if (run.signal.aborted) {
+    await run.appendMessage(stoppedResult(call), scope);
+    return { call, patches: [], stopped: true };
+  }
+  if (tool.sideEffects) await run.record('call_started', startedKey, { toolName: tool.name });
   await run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: parsed.data, ...run.chunkBase() });
 
-  const changes: PendingStateChange[] = [];
   const startedAt = performance.now();
   let result: unknown;
   let error: AgentError | undefined;
   try {
-    result = await tool.execute(parsed.data, toolContext(run, tool, call.id, changes));
+    result = await tool.execute(parsed.data, toolContext(run, tool, call.id, scope));
     if (tool.outputSchema) {
       const out = tool.outputSchema.safeParse(result);
       if (!out.success) {
@@ -94,7 +157,12 @@ async function runToolCall(run: RunContext, call: ToolCall): Promise<ToolOutcome
       }
     }
   } catch (thrown) {
-    if (AgentError.isInstance(thrown) && (thrown.code === 'state_run_superseded' || thrown.code === 'run_interrupted')) throw thrown;
+    if (isOwnSupersede(run, thrown)) throw thrown;
+    if (run.signal.aborted) {
+      // The stop ended this call: its result is not recorded and its writes are discarded.
+      await run.appendMessage(stoppedResult(call), scope);
+      return { call, patches: [], stopped: true };
+    }
     const message = thrown instanceof Error ? thrown.message : String(thrown);
     error = new ToolError('tool_failed', `Tool "${tool.name}" failed: ${message}`, { details: { tool: tool.name }, cause: thrown });
   }
@@ -108,11 +176,17 @@ async function runToolCall(run: RunContext, call: ToolCall): Promise<ToolOutcome
     else error = new ToolError('tool_invalid_output', `Tool "${tool.name}" finishes the run, but its result does not match the agent's outputSchema:\n${z.prettifyError(out.error)}`, { details: { tool: tool.name } });
   }
 
-  await run.flushStateChanges(changes);
-  await run.appendMessage(error ? errorResult(call, error.info) : { role: 'tool', toolCallId: call.id, toolName: tool.name, content: result ?? null });
+  await run.flushStateChanges(scope);
+  const message: ToolResultMessage = error ? errorResult(call, error.info) : { role: 'tool', toolCallId: call.id, toolName: tool.name, content: result ?? null };
+  await run.appendMessage(message, scope);
   const success = error === undefined;
   if (run.hooks.has('afterTool')) {
-    await run.fire('afterTool', { toolCall, tool, result, success, durationMs, ...(error ? { error } : {}) });
+    await run.fire('afterTool', { toolCall, tool, result, success, durationMs, ...(error ? { error } : {}) }, scope);
+  }
+  if (tool.sideEffects) {
+    const record: CallResultRecord = { message, patches: scope.patches, success, durationMs, ...(finishOutput ? { finishOutput } : {}) };
+    await run.record('call_result', resultKey, record);
+    crashPoint('before_k3');
   }
   await run.emit({
     type: 'tool_end',
@@ -123,21 +197,33 @@ async function runToolCall(run: RunContext, call: ToolCall): Promise<ToolOutcome
     ...(error ? { error: error.info } : { result }),
     ...run.chunkBase(),
   });
+  pushToolUsage(run, tool, call.id, success, durationMs);
+  return { call, patches: scope.patches, stopped: false, ...(finishOutput ? { finishOutput } : {}) };
+}
+
+/** A recorded call result from the journal: its row and writes come back, no hook fires and the tool does not run. */
+async function replayCall(run: RunContext, call: ToolCall, tool: ToolDefinition, record: CallResultRecord): Promise<ToolOutcome> {
+  run.applyRecordedPatches(record.patches);
+  await run.appendMessage(record.message, run.hookScope, false);
+  pushToolUsage(run, tool, call.id, record.success, record.durationMs);
+  return { call, patches: record.patches, stopped: false, ...(record.finishOutput ? { finishOutput: record.finishOutput } : {}) };
+}
+
+function pushToolUsage(run: RunContext, tool: ToolDefinition, toolCallId: string, success: boolean, durationMs: number): void {
   run.usage.push({
     kind: 'tool',
     sessionId: run.setup.sessionId,
     runId: run.setup.runId,
     stepIndex: run.stepCount,
     toolName: tool.name,
-    toolCallId: call.id,
+    toolCallId,
     success,
     durationMs,
     at: Date.now(),
   });
-  return finishOutput ? { call, finishOutput } : { call };
 }
 
-function toolContext(run: RunContext, tool: ToolDefinition, toolCallId: string, changes: PendingStateChange[]): ToolContext {
+function toolContext(run: RunContext, tool: ToolDefinition, toolCallId: string, scope: WriteScope): ToolContext {
   const s = run.setup;
   return {
     sessionId: s.sessionId,
@@ -146,12 +232,14 @@ function toolContext(run: RunContext, tool: ToolDefinition, toolCallId: string, 
     toolCallId,
     stepCount: run.stepCount,
     abortSignal: run.signal,
+    idempotencyKey: `${s.runId}:${run.stepCount}:${toolCallId}:${tool.name}`,
+    attempt: s.epoch,
     ...(s.userId === undefined ? {} : { userId: s.userId }),
     ...(s.tags === undefined ? {} : { tags: s.tags }),
     ...(s.metadata === undefined ? {} : { metadata: s.metadata }),
     getState: <TState>() => run.state as TState,
     updateState: <TState>(updater: (draft: Draft<TState>) => void) => {
-      run.updateState(updater as (draft: Draft<unknown>) => void, 'tool', changes, tool.name);
+      run.updateState(updater as (draft: Draft<unknown>) => void, 'tool', scope, tool.name);
     },
     emitCustom: async (eventName: string, data: unknown) => {
       await run.emit({ type: 'custom', eventName, data, ...run.chunkBase() });
