@@ -12,7 +12,7 @@ export default defineConfig({
     },
   },
   test: {
-    include: ['packages/*/src/**/*.test.ts', 'examples/src/**/*.test.ts', 'bench/**/*.test.ts'],
+    include: ['packages/*/src/**/*.test.ts', 'examples/src/**/*.test.ts', 'bench/**/*.test.ts', 'tests/**/*.test.ts'],
     typecheck: {
       enabled: true,
       include: ['packages/*/src/**/*.test-d.ts'],

@@ -124,6 +124,20 @@ export interface LLMConfig extends ModelParameters {
  */
 export type SystemPrompt<TState> = string | { bivarianceHack(state: TState): string }['bivarianceHack'];
 
+/** Loop guards (hooks-guards-and-errors.md): each ends the run with a fatal `run_*` error when tripped. */
+export interface RunLimits {
+  /** `run_repeated_error` when the same tool error (code and message) comes back this many times in a run (default 3; 0 turns it off). */
+  readonly maxRepeatedErrors?: number;
+  /** `run_empty_responses` after this many consecutive empty model replies (default 3). */
+  readonly maxEmptyResponses?: number;
+  /** `run_hard_stop` once the run's model calls used more tokens than this (retried attempts included). */
+  readonly maxTotalTokens?: number;
+  /** `run_hard_stop` once the run's model calls cost more than this, priced with `pricing`. */
+  readonly maxCostUsd?: number;
+  /** Prices per million tokens, for `maxCostUsd`. */
+  readonly pricing?: { readonly inputPerMillion: number; readonly outputPerMillion: number; readonly cachedInputPerMillion?: number };
+}
+
 /** The default state of an agent without a stateSchema. */
 export type EmptyState = Record<string, unknown>;
 
@@ -141,6 +155,8 @@ export interface AgentDefinition<TState, TOutput> {
   readonly hooks?: AgentHooks<TState, TOutput>;
   /** The most model calls (steps) one run may make; default 25. */
   readonly maxSteps?: number;
+  /** Loop guards: repeated errors, empty replies, token and cost budgets. */
+  readonly limits?: RunLimits;
 }
 
 /** An agent, as `defineAgent` returns it: its definition with the defaults applied and its tool tables built. */
@@ -168,6 +184,9 @@ export function defineAgent<TState = EmptyState, TOutput = string>(definition: A
     throw new ConfigError(`Agent "${definition.name}" needs llmConfig.model (an AI SDK language model, e.g. openai('gpt-4o-mini')).`);
   }
   const maxSteps = definition.maxSteps ?? DEFAULT_MAX_STEPS;
+  if (definition.limits?.maxCostUsd !== undefined && !definition.limits.pricing) {
+    throw new ConfigError(`Agent "${definition.name}": limits.maxCostUsd needs limits.pricing (prices per million tokens).`);
+  }
   if (!Number.isInteger(maxSteps) || maxSteps < 1) {
     throw new ConfigError(`Agent "${definition.name}": maxSteps must be a positive integer, got ${String(definition.maxSteps)}.`);
   }

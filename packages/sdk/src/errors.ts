@@ -56,6 +56,7 @@ export const ERROR_CODES = {
   permission_denied: { layer: 'permission', severity: 'warning', retryable: false },
   hook_failed: { layer: 'hook', severity: 'fatal', retryable: false, hint: 'A hook threw. Catch errors inside hooks that must not fail the run.' },
   hook_blocked: { layer: 'hook', severity: 'fatal', retryable: false },
+  hook_timeout: { layer: 'hook', severity: 'fatal', retryable: true, hint: 'A hook did not settle within its time limit; give outbound calls in hooks a timeout.' },
   run_max_steps: { layer: 'run', severity: 'fatal', retryable: false, hint: 'The agent reached maxSteps without finishing; raise maxSteps or make the task smaller.' },
   run_interrupted: { layer: 'run', severity: 'info', retryable: true, hint: 'The run was stopped; your work so far is saved.' },
   run_repeated_error: { layer: 'run', severity: 'fatal', retryable: false },
@@ -159,7 +160,7 @@ export class ToolError extends AgentError {
 export class HookError extends AgentError {
   /** True for a HookError from any copy of this package. */
   static override isInstance(value: unknown): value is HookError {
-    return isCode(value, ['hook_failed', 'hook_blocked']);
+    return isCode(value, ['hook_failed', 'hook_blocked', 'hook_timeout']);
   }
 }
 

@@ -67,6 +67,26 @@ export interface CustomChunk extends ChunkBase {
   readonly eventName: string;
   readonly data: unknown;
 }
+/** What one hook invocation decided. */
+export type HookDecision = 'allow' | 'block' | 'rewrite' | 'continue' | 'error';
+
+/**
+ * One hook invocation, for audit: its decision, why, and how long it took. Written for every steering
+ * decision and every handled hook error (and, with `auditHooks: 'all'`, for every invocation).
+ */
+export interface HookDecisionChunk extends ChunkBase {
+  readonly type: 'hook_decision';
+  readonly hookPoint: string;
+  readonly hookName: string;
+  readonly decision: HookDecision;
+  readonly reason?: string;
+  readonly durationMs: number;
+  readonly toolCallId?: string;
+  /** The policy that handled an error (`decision: 'error'`). */
+  readonly policy?: string;
+  readonly errorInfo?: AgentErrorInfo;
+}
+
 /** Non-terminal trouble, e.g. a retried 429 (the spec's `run.warning`). */
 export interface WarningChunk extends ChunkBase {
   readonly type: 'warning';
@@ -101,6 +121,7 @@ export type StreamChunk =
   | ToolEndChunk
   | StatePatchChunk
   | CustomChunk
+  | HookDecisionChunk
   | WarningChunk
   | ErrorChunk
   | EndChunk;

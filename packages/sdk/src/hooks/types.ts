@@ -131,20 +131,23 @@ export interface AfterLLMCallPayload {
   readonly error?: AgentErrorInfo;
 }
 
-/** beforeTool: a validated tool call is about to run. */
+/** beforeTool: a validated tool call is about to run (before any approval prompt). */
 export interface BeforeToolPayload {
-  /** The call; `arguments` are the validated input. */
+  /** The call; `arguments` are the validated input (as rewritten by earlier handlers in the chain). */
   readonly toolCall: ToolCall;
   readonly tool: ToolDefinition;
 }
 
-/** afterTool: a tool call ended. */
+/** afterTool: a tool call ended (ran, failed, or was blocked by beforeTool). */
 export interface AfterToolPayload {
+  /** The call as it ran: `arguments` are the effective (possibly rewritten) input. */
   readonly toolCall: ToolCall;
   readonly tool: ToolDefinition;
-  /** The tool's return value (undefined when it failed). */
+  /** The tool's return value (undefined when it failed or was blocked). */
   readonly result: unknown;
   readonly success: boolean;
+  /** True when a beforeTool hook blocked the call: the tool did not run. */
+  readonly blocked: boolean;
   readonly error?: AgentError;
   readonly durationMs: number;
 }
@@ -170,13 +173,49 @@ export interface MessagePayload {
 }
 
 /**
- * A hook handler: awaited where it fires; throwing fails the run unless the point is observe-only.
- * Declared through a method so its parameters are bivariant: hook sets typed for one state compose
- * with untyped ones (`AgentHooks`) in both directions.
+ * A hook handler: awaited where it fires. Its error policy decides what a throw does (fail-run by
+ * default, see `HookErrorPolicy`). Declared through a method so its parameters are bivariant: hook sets
+ * typed for one state compose with untyped ones (`AgentHooks`) in both directions.
  */
-export type HookHandler<TPayload, TState = unknown, TOutput = unknown> = {
-  bivarianceHack(payload: TPayload, ctx: HookContext<TState, TOutput>): void | Promise<void>;
+export type HookHandler<TPayload, TState = unknown, TOutput = unknown, TResult = void> = {
+  bivarianceHack(payload: TPayload, ctx: HookContext<TState, TOutput>): TResult | void | Promise<TResult | void>;
 }['bivarianceHack'];
+
+/** A refusal: `beforeLLMCall` fails the run with `hook_blocked`; `beforeTool` skips the call and tells the model why. */
+export interface HookBlock {
+  readonly block: true;
+  /** Why; a blank reason becomes "Blocked by beforeLLMCall." / "Blocked by beforeTool.". */
+  readonly reason?: string;
+}
+
+/** What `beforeLLMCall` may return: nothing (allow), a rewrite of this call's messages and/or tools, or a block. */
+export type BeforeLLMCallResult = { readonly messages?: readonly Message[]; readonly tools?: readonly LLMToolSpec[]; readonly block?: false } | HookBlock;
+
+/** What `beforeTool` may return: nothing (allow), replacement arguments (the whole input; validated again), or a block. */
+export type BeforeToolResult = { readonly input: unknown; readonly block?: false } | HookBlock;
+
+/** What `afterTool` may return: a replacement result, which the model sees and the step commit stores. */
+export interface AfterToolResult {
+  readonly result: unknown;
+}
+
+/** What `onExit` may return: keep the run going, usually with a message telling the model what to do. */
+export interface ExitHookResult {
+  readonly continue: true;
+  /** Appended as a user message before the next model call. */
+  readonly message?: string;
+}
+
+/** onExit: the run is about to finish on an exit condition (not on maxSteps). */
+export interface ExitPayload<TOutput = unknown> {
+  readonly reason: Exclude<ExitReason, 'max_steps'>;
+  /** The output the run would finish with. */
+  readonly output: TOutput;
+  /** Steps completed, the exiting one included. */
+  readonly stepCount: number;
+  /** Executed calls per tool in this run (blocked and invalid calls are not counted). */
+  readonly toolCallCounts: Readonly<Record<string, number>>;
+}
 
 /**
  * The inline hooks of an agent, typed by its state and output. All are optional and may be async.
@@ -189,12 +228,17 @@ export interface AgentHooks<TState = unknown, TOutput = unknown> {
   onAgentFail?: HookHandler<AgentFailPayload<TState>, TState, TOutput>;
   /** Observe-only: a throw is logged. */
   onAgentSuperseded?: HookHandler<AgentSupersededPayload<TState>, TState, TOutput>;
-  beforeLLMCall?: HookHandler<BeforeLLMCallPayload, TState, TOutput>;
+  /** May return `{ messages?, tools? }` (this call only) or `{ block: true, reason }`. */
+  beforeLLMCall?: HookHandler<BeforeLLMCallPayload, TState, TOutput, BeforeLLMCallResult>;
   afterLLMCall?: HookHandler<AfterLLMCallPayload, TState, TOutput>;
-  beforeTool?: HookHandler<BeforeToolPayload, TState, TOutput>;
-  afterTool?: HookHandler<AfterToolPayload, TState, TOutput>;
+  /** May return `{ input }` or `{ block: true, reason }`. */
+  beforeTool?: HookHandler<BeforeToolPayload, TState, TOutput, BeforeToolResult>;
+  /** May return `{ result }` to replace what the model sees and what is stored. */
+  afterTool?: HookHandler<AfterToolPayload, TState, TOutput, AfterToolResult>;
   onStateChange?: HookHandler<StateChangePayload<TState>, TState, TOutput>;
   onMessage?: HookHandler<MessagePayload, TState, TOutput>;
+  /** May return `{ continue: true, message }` to keep the run going (bounded by maxSteps). */
+  onExit?: HookHandler<ExitPayload<TOutput>, TState, TOutput, ExitHookResult>;
   /** Reserved (spec: "Future"): never invoked. */
   onTextDelta?: HookHandler<string, TState, TOutput>;
   /** Reserved (spec: "Future"): never invoked. */
@@ -216,6 +260,7 @@ export const HOOK_POINTS: readonly HookPoint[] = Object.freeze([
   'afterTool',
   'onStateChange',
   'onMessage',
+  'onExit',
   'onTextDelta',
   'onThinking',
 ] as const);

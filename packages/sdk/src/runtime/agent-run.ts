@@ -1,6 +1,6 @@
 import { FINISH_TOOL_NAME } from '../define.js';
 import { AgentError, MaxStepsError, RunInterruptedError, RunSupersededError, StateCommitError, agentErrorFromInfo, toAgentErrorInfo } from '../errors.js';
-import type { ExitReason } from '../hooks/types.js';
+import type { ExitHookResult, ExitReason } from '../hooks/types.js';
 import type { LLMAdapter, StepSuccess } from '../llm.js';
 import type { AssistantMessage, Message } from '../messages.js';
 import type { RunStatus } from '../store.js';
@@ -71,16 +71,24 @@ export async function runLoop(run: RunContext, adapter: LLMAdapter, start: RunSt
       failState = run.state;
       let ending: Ending | undefined;
       let outcomes: ToolOutcome[] = [];
+      const empty = reply.toolCalls.length === 0 && reply.text.trim() === '';
+      run.emptyReplies = empty ? run.emptyReplies + 1 : 0;
       if (reply.toolCalls.length > 0) {
         outcomes = await runToolCalls(run, reply.toolCalls);
         const finisher = outcomes.find((o) => o.finishOutput !== undefined)?.finishOutput;
         if (finisher) ending = { kind: 'complete', output: finisher.value, exitReason: finisher.via };
-      } else if (reply.text.trim() !== '' && run.setup.agent.outputSchema === undefined) {
+        if (!run.signal.aborted) checkRepeatedErrors(run);
+      } else if (!empty && run.setup.agent.outputSchema === undefined) {
         ending = { kind: 'complete', output: reply.text, exitReason: 'text' };
       } else {
-        await run.appendMessage({ role: 'user', content: reply.text.trim() === '' ? NUDGE_EMPTY : NUDGE_FINISH });
+        checkEmptyReplies(run);
+        await run.appendMessage({ role: 'user', content: empty ? NUDGE_EMPTY : NUDGE_FINISH });
       }
       if (run.signal.aborted) stopAfterTools(run, outcomes);
+      if (ending?.kind === 'complete' && ending.exitReason !== 'max_steps' && run.hooks.has('onExit')) {
+        // D6: the exit hook may keep the run going; the step is committed either way.
+        if (await exitHooksContinue(run, ending.output, ending.exitReason)) ending = undefined;
+      }
       crashPoint('before_k3');
       await run.commit({ kind: 'step', stepIndex: run.stepCount, checkpoint: 'step', ...(ending?.kind === 'complete' ? { output: ending.output } : {}) });
       run.stepCount++;
@@ -101,9 +109,60 @@ export async function runLoop(run: RunContext, adapter: LLMAdapter, start: RunSt
     } else {
       run.discardPending();
       if (failState !== undefined) run.state = failState;
+      // D11: a blocked model call leaves a system note with the reason in the conversation.
+      const note = agentError.code === 'hook_blocked' ? agentError.info.details?.['note'] : undefined;
+      if (typeof note === 'string') await run.appendMessage({ role: 'system', content: note }, run.hookScope, false);
     }
     return await finish(run, { kind: 'fail', error: agentError }, startHookFired);
   }
+}
+
+/** The repeated-error guard: the same tool error (code and message) too many times fails the run. */
+function checkRepeatedErrors(run: RunContext): void {
+  const limit = run.setup.agent.limits?.maxRepeatedErrors ?? 3;
+  if (limit <= 0) return;
+  for (const row of run.pending) {
+    if (row.role !== 'tool' || row.isError !== true || !row.errorInfo || row.errorInfo.code === 'run_stopped') continue;
+    const key = `${row.errorInfo.code}:${row.errorInfo.message}`;
+    const seen = (run.errorCounts.get(key) ?? 0) + 1;
+    run.errorCounts.set(key, seen);
+    if (seen >= limit) {
+      throw new AgentError('run_repeated_error', `The same error came back ${seen} times: ${row.errorInfo.message}`, {
+        hint: 'The agent kept repeating a failing action; check the tool or the instructions, then retry.',
+        details: { code: row.errorInfo.code, tool: row.toolName, times: seen },
+      });
+    }
+  }
+}
+
+/** The empty-responses guard: too many consecutive empty replies fail the run. */
+function checkEmptyReplies(run: RunContext): void {
+  const limit = run.setup.agent.limits?.maxEmptyResponses ?? 3;
+  if (limit > 0 && run.emptyReplies >= limit) {
+    throw new AgentError('run_empty_responses', `The model returned ${run.emptyReplies} empty replies in a row.`, { details: { times: run.emptyReplies } });
+  }
+}
+
+/** The onExit chain: the first `{ continue: true }` keeps the run going, with its message appended. */
+async function exitHooksContinue(run: RunContext, output: unknown, reason: Exclude<ExitReason, 'max_steps'>): Promise<boolean> {
+  const ctx = run.contextFor('onExit');
+  const payload = { reason, output, stepCount: run.stepCount + 1, toolCallCounts: { ...run.toolCallCounts } };
+  for (const entry of run.hooks.entries('onExit')) {
+    const outcome = await run.invoke(entry, payload, ctx);
+    if (run.hookScope.changes.length > 0) await run.flushStateChanges(run.hookScope);
+    if (!outcome.ok) {
+      run.onHookError(entry, outcome);
+      continue;
+    }
+    const value = outcome.value as ExitHookResult | undefined;
+    if (value && typeof value === 'object' && value.continue === true) {
+      run.audit(entry, 'continue', outcome.durationMs, undefined, value.message);
+      if (value.message !== undefined && value.message.trim() !== '') await run.appendMessage({ role: 'user', content: value.message });
+      return true;
+    }
+    run.audit(entry, 'allow', outcome.durationMs);
+  }
+  return false;
 }
 
 /** A stop after tools ran: the recorded calls' rows and writes are kept with the terminal commit (rule 127). */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { AgentConfig } from '../define.js';
 import { AgentError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
-import { HookManager } from '../hooks/manager.js';
+import { HookManager, type HookObject } from '../hooks/manager.js';
 import type { AgentHooks } from '../hooks/types.js';
 import type { LLMAdapter } from '../llm.js';
 import type { Message } from '../messages.js';
@@ -13,7 +13,7 @@ import { runLoop, type RunStart } from './agent-run.js';
 import { crashPoint } from './crash-points.js';
 import { consoleLogger, type Logger } from './logger.js';
 import type { AgentResult } from './result.js';
-import { RunContext, type RunSetup } from './run-context.js';
+import { RunContext, type AuditHooks, type RunSetup } from './run-context.js';
 
 /** Per-run options of `execute()`. */
 export interface ExecuteOptions<TState = unknown, TOutput = unknown> {
@@ -67,6 +67,8 @@ export interface JSAgentExecutorOptions {
   readonly generateId?: (kind: 'run' | 'turn' | 'session') => string;
   /** This process's name on run leases (default: `<hostname>:<pid>:<random>`). */
   readonly instanceId?: string;
+  /** Which hook invocations are written to the stream as `hook_decision` chunks: steering decisions and handled errors (default), every invocation, or none. */
+  readonly auditHooks?: AuditHooks;
   /** How long a run's lease lasts without renewal (default 30 s); it is renewed every third of that. A process that dies is recovered once its leases expire. */
   readonly leaseMs?: number;
 }
@@ -74,7 +76,7 @@ export interface JSAgentExecutorOptions {
 /** Options of {@link JSAgentExecutor.recover}. */
 export interface RecoverOptions {
   /** The agents that may be recovered, by name (a run of an agent not listed is left alone). */
-  readonly agents: readonly AgentConfig<never, never>[] | ReadonlyMap<string, AgentConfig<never, never>>;
+  readonly agents: readonly AgentConfig<unknown, unknown>[] | ReadonlyMap<string, AgentConfig<unknown, unknown>>;
   /** Hooks for the recovered runs (after each agent's own hooks); hooks passed to the original execute() are not stored. */
   readonly hooks?: AgentHooks;
   readonly hookManager?: HookManager;
@@ -92,6 +94,8 @@ const EMPTY_MANAGER = new HookManager<unknown, unknown>();
 export class JSAgentExecutor {
   readonly #logger: Logger;
   readonly #strictTerminalHooks: boolean;
+  readonly #auditHooks: AuditHooks;
+  readonly #warmed = new Set<HookObject>();
   readonly #generateId: (kind: 'run' | 'turn' | 'session') => string;
   readonly #agentHooks = new WeakMap<object, HookManager<unknown, unknown>>();
   /** This process's name on leases. */
@@ -106,6 +110,7 @@ export class JSAgentExecutor {
   ) {
     this.#logger = options.logger ?? consoleLogger;
     this.#strictTerminalHooks = options.strictTerminalHooks ?? false;
+    this.#auditHooks = options.auditHooks ?? 'decisions';
     this.#generateId = options.generateId ?? (() => randomUUID());
     this.instanceId = options.instanceId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.leaseMs = options.leaseMs ?? 30_000;
@@ -125,6 +130,7 @@ export class JSAgentExecutor {
     }
     const erased = agent as unknown as AgentConfig<unknown, unknown>;
     const hooks = this.#hooksFor(erased, options.hooks as AgentHooks | undefined, options.hookManager as HookManager | undefined);
+    await this.#warmUp(hooks);
     const sessionId = options.sessionId ?? this.#generateId('session');
     const runId = this.#generateId('run');
     const turnId = this.#generateId('turn');
@@ -181,6 +187,7 @@ export class JSAgentExecutor {
         epoch: begun.lease.epoch,
         abort: new AbortController(),
         strictTerminalHooks: this.#strictTerminalHooks,
+        auditHooks: this.#auditHooks,
         ...(options.parentSessionId === undefined ? {} : { parentSessionId: options.parentSessionId }),
         ...(options.userId === undefined ? {} : { userId: options.userId }),
         ...(options.tags === undefined ? {} : { tags: options.tags }),
@@ -200,7 +207,7 @@ export class JSAgentExecutor {
    */
   async recover(options: RecoverOptions): Promise<AgentHandle[]> {
     const agents = new Map<string, AgentConfig<unknown, unknown>>();
-    const list = options.agents instanceof Map ? [...options.agents.values()] : (options.agents as readonly AgentConfig<never, never>[]);
+    const list = options.agents instanceof Map ? [...options.agents.values()] : (options.agents as readonly AgentConfig<unknown, unknown>[]);
     for (const agent of list) agents.set(agent.name, agent as unknown as AgentConfig<unknown, unknown>);
     const handles: AgentHandle[] = [];
     for (const candidate of await this.stateStore.listRecoverable(Date.now(), options.limit ?? 100)) {
@@ -218,6 +225,8 @@ export class JSAgentExecutor {
         throw error;
       }
       const { session, run, lease, journal } = claimed;
+      const hooks = this.#hooksFor(agent, options.hooks, options.hookManager);
+      await this.#warmUp(hooks);
       const turn = session.turn;
       const input = run.options.input ?? '';
       const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, 'start', input);
@@ -225,7 +234,7 @@ export class JSAgentExecutor {
         this.#launch(
           {
             agent,
-            hooks: this.#hooksFor(agent, options.hooks, options.hookManager),
+            hooks,
             stateStore: this.stateStore,
             writer,
             usageStore: options.usageStore,
@@ -237,6 +246,7 @@ export class JSAgentExecutor {
             epoch: lease.epoch,
             abort: new AbortController(),
             strictTerminalHooks: this.#strictTerminalHooks,
+            auditHooks: this.#auditHooks,
             ...(run.options.parentSessionId === undefined ? {} : { parentSessionId: run.options.parentSessionId }),
             ...(run.options.userId === undefined ? {} : { userId: run.options.userId }),
             ...(run.options.tags === undefined ? {} : { tags: run.options.tags }),
@@ -256,6 +266,31 @@ export class JSAgentExecutor {
       );
     }
     return handles;
+  }
+
+  /**
+   * Calls `warmUp()` on every class-based hook of these managers and agents that this executor has not
+   * warmed yet (once per object, however many points it is registered at). execute() does it too.
+   */
+  async warmUp(...sources: (AgentConfig<unknown, unknown> | HookManager)[]): Promise<void> {
+    for (const source of sources) {
+      await this.#warmUp(source instanceof HookManager ? source : this.#hooksFor(source, undefined, undefined));
+    }
+  }
+
+  /** Calls `close()` once on every class-based hook this executor warmed, newest first. */
+  async close(): Promise<void> {
+    const objects = [...this.#warmed].reverse();
+    this.#warmed.clear();
+    for (const object of objects) await object.close?.();
+  }
+
+  async #warmUp(hooks: HookManager<unknown, unknown>): Promise<void> {
+    for (const object of hooks.hookObjects()) {
+      if (this.#warmed.has(object)) continue;
+      this.#warmed.add(object);
+      await object.warmUp?.();
+    }
   }
 
   /** The stream claim and run_started chunk; a failure records the run failed (best effort) and rethrows. */

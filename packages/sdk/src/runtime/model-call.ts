@@ -1,7 +1,7 @@
 import { FINISH_TOOL_NAME } from '../define.js';
-import { AgentError, agentErrorFromInfo, RunInterruptedError, type AgentErrorInfo } from '../errors.js';
-import type { BeforeLLMCallPayload, StepPlan } from '../hooks/types.js';
-import type { LLMAdapter, StepFailure, StepResult, StepSuccess } from '../llm.js';
+import { AgentError, agentErrorFromInfo, HookError, RunInterruptedError, type AgentErrorInfo } from '../errors.js';
+import type { BeforeLLMCallPayload, BeforeLLMCallResult, StepPlan } from '../hooks/types.js';
+import type { LLMAdapter, LLMToolSpec, StepFailure, StepResult, StepSuccess } from '../llm.js';
 import type { Message } from '../messages.js';
 import { crashPoint } from './crash-points.js';
 import type { RunContext, WriteScope } from './run-context.js';
@@ -48,9 +48,12 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
   for (let attempt = 1; ; attempt++) {
     if (run.signal.aborted) throw new RunInterruptedError();
     const systemPrompt = typeof agent.systemPrompt === 'function' ? agent.systemPrompt(run.state) : agent.systemPrompt;
-    if (run.hooks.has('beforeLLMCall')) {
-      await run.fire('beforeLLMCall', new LLMCallPayload(run.messages, systemPrompt, agent, attempt), scope);
-    }
+    let request: { messages: readonly Message[]; systemPrompt: string | undefined; tools: readonly LLMToolSpec[] } = {
+      messages: run.messages,
+      systemPrompt,
+      tools: agent.llmTools,
+    };
+    if (run.hooks.has('beforeLLMCall')) request = await beforeLLMCallChain(run, new LLMCallPayload(run.messages, systemPrompt, agent, attempt), scope, request);
     await run.emit({ type: 'step_start', stepIndex, attempt, ...run.chunkBase() });
     crashPoint('in_model_call');
 
@@ -61,9 +64,9 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
     try {
       result = await adapter.generateStep({
         model: config.model,
-        systemPrompt,
-        messages: run.messages,
-        tools: agent.llmTools,
+        systemPrompt: request.systemPrompt,
+        messages: request.messages,
+        tools: request.tools,
         modelParameters: config,
         abortSignal,
         onTextDelta,
@@ -90,6 +93,7 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
       at: Date.now(),
     });
 
+    chargeBudget(run, result);
     let plan: StepPlan;
     let delayMs = 0;
     if (result.ok) {
@@ -119,6 +123,48 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
 }
 
 /**
+ * The beforeLLMCall chain (C3, C4): a `{ messages, tools }` return rewrites this attempt only (each later
+ * handler sees it); the first `{ block }` fails the run with `hook_blocked` and no model call is made
+ * (D11). A throw follows the handler's policy (fail-closed also gives `hook_blocked`).
+ */
+async function beforeLLMCallChain(
+  run: RunContext,
+  payload: LLMCallPayload,
+  scope: WriteScope,
+  request: { messages: readonly Message[]; systemPrompt: string | undefined; tools: readonly LLMToolSpec[] },
+): Promise<{ messages: readonly Message[]; systemPrompt: string | undefined; tools: readonly LLMToolSpec[] }> {
+  const ctx = run.contextFor('beforeLLMCall', scope);
+  let current = payload;
+  let rewritten = false;
+  for (const entry of run.hooks.entries('beforeLLMCall')) {
+    const outcome = await run.invoke(entry, current, ctx);
+    if (scope.changes.length > 0) await run.flushStateChanges(scope);
+    if (!outcome.ok) {
+      run.onHookError(entry, outcome);
+      continue;
+    }
+    const value = outcome.value as BeforeLLMCallResult | undefined;
+    if (value && typeof value === 'object' && value.block === true) {
+      const reason = value.reason?.trim() || 'Blocked by beforeLLMCall.';
+      run.audit(entry, 'block', outcome.durationMs, undefined, reason);
+      throw new HookError('hook_blocked', `The model call was blocked by an agent hook: ${reason}`, {
+        hint: `Blocked by the \`beforeLLMCall\` hook "${entry.name}".`,
+        details: { hook: 'beforeLLMCall', name: entry.name, reason, note: `Run blocked by an agent hook: ${reason}` },
+      });
+    }
+    if (value && typeof value === 'object' && (value.messages !== undefined || value.tools !== undefined)) {
+      current = current.rewrite(value.messages, value.tools);
+      rewritten = true;
+      run.audit(entry, 'rewrite', outcome.durationMs);
+    } else {
+      run.audit(entry, 'allow', outcome.durationMs);
+    }
+  }
+  // A rewrite is the whole outgoing list, system prompt included.
+  return rewritten ? { messages: current.messages, systemPrompt: undefined, tools: current.tools } : request;
+}
+
+/**
  * beforeLLMCall's payload. `messages` is built on first read: copying the conversation for every call
  * would make a step's cost grow with the history even when no hook looks at it.
  */
@@ -127,18 +173,18 @@ class LLMCallPayload implements BeforeLLMCallPayload {
   readonly #length: number;
   readonly #systemPrompt: string | undefined;
   #messages: readonly Message[] | undefined;
-  readonly tools: BeforeLLMCallPayload['tools'];
+  readonly tools: readonly LLMToolSpec[];
   readonly config: BeforeLLMCallPayload['config'];
   readonly model: string;
   readonly provider: string;
   readonly modelParameters: BeforeLLMCallPayload['modelParameters'];
   readonly attempt: number;
 
-  constructor(conversation: readonly Message[], systemPrompt: string | undefined, agent: BeforeLLMCallPayload['config'], attempt: number) {
+  constructor(conversation: readonly Message[], systemPrompt: string | undefined, agent: BeforeLLMCallPayload['config'], attempt: number, tools?: readonly LLMToolSpec[]) {
     this.#conversation = conversation;
     this.#length = conversation.length;
     this.#systemPrompt = systemPrompt;
-    this.tools = agent.llmTools;
+    this.tools = tools ?? agent.llmTools;
     this.config = agent;
     this.model = agent.llmConfig.model.modelId;
     this.provider = agent.llmConfig.model.provider;
@@ -155,8 +201,42 @@ class LLMCallPayload implements BeforeLLMCallPayload {
     return this.#messages;
   }
 
+  /** The payload the next handler of the chain sees after a rewrite. */
+  rewrite(messages: readonly Message[] | undefined, tools: readonly LLMToolSpec[] | undefined): LLMCallPayload {
+    const next = new LLMCallPayload(this.#conversation.slice(0, this.#length), this.#systemPrompt, this.config, this.attempt, tools ?? this.tools);
+    next.#messages = Object.freeze((messages ?? this.messages).slice());
+    return next;
+  }
+
   toJSON(): Record<string, unknown> {
     return { messages: this.messages, tools: this.tools, model: this.model, provider: this.provider, modelParameters: this.modelParameters, attempt: this.attempt };
+  }
+}
+
+/** Adds an attempt's usage to the run's spend and trips the hard budgets (run_hard_stop). */
+function chargeBudget(run: RunContext, result: StepResult): void {
+  const usage = result.usage;
+  if (!usage) return;
+  const limits = run.setup.agent.limits;
+  run.spent.tokens += usage.totalTokens;
+  const pricing = limits?.pricing;
+  if (pricing) {
+    const cached = usage.cachedTokens ?? 0;
+    run.spent.costUsd +=
+      ((usage.promptTokens - cached) * pricing.inputPerMillion + cached * (pricing.cachedInputPerMillion ?? pricing.inputPerMillion) + usage.completionTokens * pricing.outputPerMillion) /
+      1_000_000;
+  }
+  if (limits?.maxTotalTokens !== undefined && run.spent.tokens > limits.maxTotalTokens) {
+    throw new AgentError('run_hard_stop', `The run used ${run.spent.tokens} tokens, over its budget of ${limits.maxTotalTokens}.`, {
+      details: { budget: 'tokens', spent: run.spent.tokens, limit: limits.maxTotalTokens },
+      hint: 'Raise limits.maxTotalTokens or make the task smaller.',
+    });
+  }
+  if (limits?.maxCostUsd !== undefined && run.spent.costUsd > limits.maxCostUsd) {
+    throw new AgentError('run_hard_stop', `The run cost $${run.spent.costUsd.toFixed(4)}, over its budget of $${limits.maxCostUsd}.`, {
+      details: { budget: 'cost', spent: run.spent.costUsd, limit: limits.maxCostUsd },
+      hint: 'Raise limits.maxCostUsd or make the task smaller.',
+    });
   }
 }
 

@@ -1,11 +1,11 @@
 import { applyPatches, enablePatches, freeze, produceWithPatches, type Patch } from 'immer';
 import type { AgentConfig } from '../define.js';
-import { AgentError, HookError, RunSupersededError } from '../errors.js';
-import type { HookManager } from '../hooks/manager.js';
+import { AgentError, HookError, RunSupersededError, type AgentErrorInfo } from '../errors.js';
+import type { HookEntry, HookManager } from '../hooks/manager.js';
 import type { AgentHooks, Draft, EmittableChunk, HookContext, HookPoint, StateChangeSource } from '../hooks/types.js';
 import type { Message } from '../messages.js';
 import type { Commit, JournalEntry, JournalKind, StateStore } from '../store.js';
-import type { StatePatch, StreamChunkInput, StreamWriter } from '../stream.js';
+import type { HookDecision, StatePatch, StreamChunkInput, StreamWriter } from '../stream.js';
 import type { UsageEntry, UsageStore } from '../usage.js';
 import type { Logger } from './logger.js';
 
@@ -51,9 +51,17 @@ export interface RunSetup {
   readonly metadata?: Readonly<Record<string, string>>;
   readonly abort: AbortController;
   readonly strictTerminalHooks: boolean;
+  /** Which hook invocations write a `hook_decision` chunk. */
+  readonly auditHooks: AuditHooks;
 }
 
-type Handler = (payload: unknown, ctx: HookContext<unknown, unknown>) => void | Promise<void>;
+/** Which hook invocations are written to the stream as `hook_decision` chunks. */
+export type AuditHooks = 'decisions' | 'all' | 'off';
+
+/** How one handler invocation went. */
+export type Invocation = { readonly ok: true; readonly value: unknown; readonly durationMs: number } | { readonly ok: false; readonly error: AgentError; readonly durationMs: number };
+
+type Handler = (payload: unknown, ctx: HookContext<unknown, unknown>) => unknown;
 
 /**
  * The mutable heart of one run: working state and conversation, hook dispatch, commits, the journal
@@ -78,6 +86,14 @@ export class RunContext {
   readonly hookScope: WriteScope = { changes: [] };
   /** Journal entries of uncommitted work, by key (a recovered run replays them). */
   readonly journal: Map<string, JournalEntry>;
+  /** Executed calls per tool (for onExit's toolCallCounts). */
+  readonly toolCallCounts: Record<string, number> = {};
+  /** How often each tool error (code and message) came back, for the repeated-error guard. */
+  readonly errorCounts = new Map<string, number>();
+  /** Consecutive empty model replies, for the empty-responses guard. */
+  emptyReplies = 0;
+  /** Tokens and cost of this run's model calls, for the hard budgets. */
+  readonly spent = { tokens: 0, costUsd: 0 };
   /** Set when a tool raised this run's own supersede: no further tool may start. */
   superseded: RunSupersededError | undefined;
   #inStateChangeHook = false;
@@ -141,37 +157,100 @@ export class RunContext {
   }
 
   /**
-   * Runs a point's handlers in order. A throw fails the run as `hook_failed` (the default policy of
-   * hooks-lifecycle.md); the run's own stop and supersede errors pass through unchanged.
+   * Runs a point's handlers in order, each under its error policy (fail-run by default: a throw fails the
+   * run as `hook_failed`). Return values are ignored: steering points use {@link invoke} themselves.
    */
   async fire<P extends HookPoint>(point: P, payload: Parameters<NonNullable<AgentHooks[P]>>[0], scope: WriteScope = this.hookScope): Promise<void> {
-    const handlers = this.hooks.handlers(point) as readonly Handler[];
+    const entries = this.hooks.entries(point);
     const ctx = new HookCallContext(this, point, scope);
-    for (const handler of handlers) {
-      try {
-        await handler(payload, ctx);
-      } catch (error) {
-        throw this.hookError(point, error);
-      }
+    for (const entry of entries) {
+      const outcome = await this.invoke(entry, payload, ctx);
+      if (!outcome.ok) this.onHookError(entry, outcome, scope.callId);
+      else if (this.setup.auditHooks === 'all') this.audit(entry, 'allow', outcome.durationMs, scope.callId);
       if (scope.changes.length > 0 && point !== 'onStateChange') await this.flushStateChanges(scope);
     }
   }
 
-  /** Runs an observe-only point: a throw is logged and the next handler still runs. */
+  /** Runs an observe-only point: every error is logged and the next handler still runs. */
   async fireObserveOnly<P extends HookPoint>(point: P, payload: Parameters<NonNullable<AgentHooks[P]>>[0]): Promise<void> {
-    const handlers = this.hooks.handlers(point) as readonly Handler[];
     const ctx = new HookCallContext(this, point, this.hookScope);
-    for (const handler of handlers) {
-      try {
-        await handler(payload, ctx);
-      } catch (error) {
-        this.setup.logger.warn(`hook ${point} threw (observe-only, ignored): ${error instanceof Error ? error.message : String(error)}`, {
-          sessionId: this.setup.sessionId,
-          runId: this.setup.runId,
-        });
-      }
+    for (const entry of this.hooks.entries(point)) {
+      const outcome = await this.invoke(entry, payload, ctx);
+      if (!outcome.ok) this.onHookError({ ...entry, policy: 'fail-open' }, outcome);
     }
     this.hookScope.changes.length = 0;
+  }
+
+  /** A context for a steering point's handlers (which call {@link invoke} one by one). */
+  contextFor(point: HookPoint, scope: WriteScope = this.hookScope): HookContext<unknown, unknown> {
+    return new HookCallContext(this, point, scope);
+  }
+
+  /** Calls one handler, bounded by its timeout; a throw or a timeout comes back as a failed invocation. */
+  async invoke(entry: HookEntry, payload: unknown, ctx: HookContext<unknown, unknown>): Promise<Invocation> {
+    const started = performance.now();
+    try {
+      let value: unknown;
+      if (entry.timeoutMs === undefined) {
+        value = await (entry.handler as Handler)(payload, ctx);
+      } else {
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<never>((_resolve, reject) => {
+          timer = setTimeout(
+            () => reject(new HookError('hook_timeout', `The ${entry.point} hook "${entry.name}" did not settle within ${entry.timeoutMs} ms.`, { details: { hook: entry.point, name: entry.name, timeoutMs: entry.timeoutMs } })),
+            entry.timeoutMs,
+          );
+        });
+        try {
+          value = await Promise.race([(entry.handler as Handler)(payload, ctx), timeout]);
+        } finally {
+          clearTimeout(timer);
+        }
+      }
+      return { ok: true, value, durationMs: performance.now() - started };
+    } catch (error) {
+      return { ok: false, error: this.hookError(entry.point, error), durationMs: performance.now() - started };
+    }
+  }
+
+  /**
+   * Applies a failed invocation's policy (C1, C15): fail-open logs and carries on; fail-run throws
+   * `hook_failed`; fail-closed throws `hook_blocked`. block-tool is the beforeTool caller's to apply.
+   */
+  onHookError(entry: HookEntry, outcome: Extract<Invocation, { ok: false }>, toolCallId?: string): void {
+    const { error } = outcome;
+    const passThrough = error.code === 'run_interrupted' || RunSupersededError.isInstance(error);
+    if (!passThrough) this.audit(entry, 'error', outcome.durationMs, toolCallId, error.message, error.info);
+    if (passThrough) throw error;
+    if (entry.policy === 'fail-open') {
+      this.setup.logger.warn(`hook ${entry.point} "${entry.name}" threw (fail-open, ignored): ${error.message}`, { sessionId: this.setup.sessionId, runId: this.setup.runId });
+      return;
+    }
+    if (entry.policy === 'fail-closed' || entry.policy === 'block-tool') {
+      throw new HookError('hook_blocked', `The ${entry.point} hook "${entry.name}" failed closed: ${error.message}`, {
+        details: { hook: entry.point, name: entry.name, cause: error.message, threw: true },
+        cause: error,
+      });
+    }
+    throw error;
+  }
+
+  /** Writes a `hook_decision` chunk when auditing covers this decision. */
+  audit(entry: HookEntry, decision: HookDecision, durationMs: number, toolCallId?: string, reason?: string, errorInfo?: AgentErrorInfo): void {
+    const mode = this.setup.auditHooks;
+    if (mode === 'off' || (mode === 'decisions' && decision === 'allow')) return;
+    this.emitNoWait({
+      type: 'hook_decision',
+      hookPoint: entry.point,
+      hookName: entry.name,
+      decision,
+      durationMs,
+      ...(reason === undefined ? {} : { reason }),
+      ...(toolCallId === undefined ? {} : { toolCallId }),
+      ...(decision === 'error' ? { policy: entry.policy } : {}),
+      ...(errorInfo === undefined ? {} : { errorInfo }),
+      ...this.chunkBase(),
+    });
   }
 
   hookError(point: HookPoint, error: unknown): AgentError {
@@ -182,12 +261,21 @@ export class RunContext {
     return new HookError('hook_failed', `The ${point} hook threw: ${message}`, { details: { hook: point, cause: message }, cause: error });
   }
 
-  /** Appends a row to the working conversation and (unless replaying) fires onMessage for it. */
-  async appendMessage(message: Message, scope: WriteScope = this.hookScope, fireHooks = true): Promise<void> {
+  /** Appends a row to the working conversation and (unless replaying) fires onMessage for it; returns its index. */
+  async appendMessage(message: Message, scope: WriteScope = this.hookScope, fireHooks = true): Promise<number> {
     const messageIndex = this.messages.length;
     this.messages.push(message);
     this.pending.push(message);
     if (fireHooks && this.hooks.has('onMessage')) await this.fire('onMessage', { message, messageIndex }, scope);
+    return messageIndex;
+  }
+
+  /** Replaces an uncommitted row (afterTool's `{ result }` rewrite, C16). */
+  replaceMessage(messageIndex: number, message: Message): void {
+    const pendingIndex = messageIndex - (this.messages.length - this.pending.length);
+    if (pendingIndex < 0 || pendingIndex >= this.pending.length) throw new Error(`Row ${messageIndex} is already committed and cannot be replaced.`);
+    this.messages[messageIndex] = message;
+    this.pending[pendingIndex] = message;
   }
 
   /** Drops the rows appended since the last commit (a step that is stopped or failed). */

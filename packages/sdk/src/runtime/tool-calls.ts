@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import { FINISH_TOOL_NAME, type ToolContext, type ToolDefinition } from '../define.js';
 import { AgentError, RunSupersededError, ToolError, type AgentErrorInfo } from '../errors.js';
-import type { Draft } from '../hooks/types.js';
+import type { AfterToolPayload, AfterToolResult, BeforeToolResult, Draft } from '../hooks/types.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
 import type { StatePatch } from '../stream.js';
-import { crashPoint } from './crash-points.js';
 import type { RunContext, WriteScope } from './run-context.js';
 
 /** How one call of a step ended. */
@@ -131,22 +130,24 @@ async function runToolCall(run: RunContext, call: ToolCall): Promise<ToolOutcome
     return { call, patches: [], stopped: true };
   }
   const scope: Required<Pick<WriteScope, 'patches'>> & WriteScope = { changes: [], patches: [], callId: call.id };
-  const toolCall: ToolCall = { id: call.id, name: call.name, arguments: parsed.data };
-  if (run.hooks.has('beforeTool')) await run.fire('beforeTool', { toolCall, tool }, scope);
+  const steered = await beforeToolChain(run, tool, call, parsed.data, scope);
   // No new work once the run is superseded or stopped (rule 59, D13).
   if (run.superseded) throw run.superseded;
   if (run.signal.aborted) {
     await run.appendMessage(stoppedResult(call), scope);
     return { call, patches: [], stopped: true };
   }
+  const toolCall: ToolCall = { id: call.id, name: call.name, arguments: steered.input };
+  if (steered.blocked !== undefined) return blockCall(run, tool, toolCall, steered.blocked, scope);
   if (tool.sideEffects) await run.record('call_started', startedKey, { toolName: tool.name });
-  await run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: parsed.data, ...run.chunkBase() });
+  await run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: steered.input, ...run.chunkBase() });
 
   const startedAt = performance.now();
   let result: unknown;
   let error: AgentError | undefined;
+  run.toolCallCounts[tool.name] = (run.toolCallCounts[tool.name] ?? 0) + 1;
   try {
-    result = await tool.execute(parsed.data, toolContext(run, tool, call.id, scope));
+    result = await tool.execute(steered.input, toolContext(run, tool, call.id, scope));
     if (tool.outputSchema) {
       const out = tool.outputSchema.safeParse(result);
       if (!out.success) {
@@ -177,16 +178,18 @@ async function runToolCall(run: RunContext, call: ToolCall): Promise<ToolOutcome
   }
 
   await run.flushStateChanges(scope);
-  const message: ToolResultMessage = error ? errorResult(call, error.info) : { role: 'tool', toolCallId: call.id, toolName: tool.name, content: result ?? null };
-  await run.appendMessage(message, scope);
+  let message: ToolResultMessage = error ? errorResult(call, error.info) : { role: 'tool', toolCallId: call.id, toolName: tool.name, content: result ?? null };
+  const messageIndex = await run.appendMessage(message, scope);
   const success = error === undefined;
-  if (run.hooks.has('afterTool')) {
-    await run.fire('afterTool', { toolCall, tool, result, success, durationMs, ...(error ? { error } : {}) }, scope);
+  const rewritten = await afterToolChain(run, { toolCall, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, scope);
+  if (rewritten) {
+    // C16: onMessage saw the row as executed; the model and the step commit see the rewrite.
+    message = { role: 'tool', toolCallId: call.id, toolName: tool.name, content: rewritten.result ?? null };
+    run.replaceMessage(messageIndex, message);
   }
   if (tool.sideEffects) {
     const record: CallResultRecord = { message, patches: scope.patches, success, durationMs, ...(finishOutput ? { finishOutput } : {}) };
     await run.record('call_result', resultKey, record);
-    crashPoint('before_k3');
   }
   await run.emit({
     type: 'tool_end',
@@ -194,11 +197,107 @@ async function runToolCall(run: RunContext, call: ToolCall): Promise<ToolOutcome
     toolName: tool.name,
     success,
     durationMs,
-    ...(error ? { error: error.info } : { result }),
+    ...(error ? { error: error.info } : { result: rewritten ? rewritten.result : result }),
     ...run.chunkBase(),
   });
   pushToolUsage(run, tool, call.id, success, durationMs);
   return { call, patches: scope.patches, stopped: false, ...(finishOutput ? { finishOutput } : {}) };
+}
+
+/**
+ * The beforeTool chain (C3): each handler sees the arguments as rewritten by the ones before it; the
+ * first block wins; `{ input }` replaces the whole input and is validated again. A throw follows the
+ * handler's policy; under `block-tool` it blocks the call with the error as the reason (C15).
+ */
+async function beforeToolChain(
+  run: RunContext,
+  tool: ToolDefinition,
+  call: ToolCall,
+  validated: unknown,
+  scope: WriteScope,
+): Promise<{ readonly input: unknown; readonly blocked?: AgentError }> {
+  let input = validated;
+  if (!run.hooks.has('beforeTool')) return { input };
+  const ctx = run.contextFor('beforeTool', scope);
+  for (const entry of run.hooks.entries('beforeTool')) {
+    const outcome = await run.invoke(entry, { toolCall: { id: call.id, name: call.name, arguments: input }, tool }, ctx);
+    if (scope.changes.length > 0) await run.flushStateChanges(scope);
+    if (!outcome.ok) {
+      if (entry.policy === 'block-tool' && outcome.error.code !== 'run_interrupted' && !RunSupersededError.isInstance(outcome.error)) {
+        run.audit(entry, 'block', outcome.durationMs, call.id, outcome.error.message, outcome.error.info);
+        return { input, blocked: blockedError(tool, entry.name, outcome.error.message, true) };
+      }
+      run.onHookError(entry, outcome, call.id);
+      continue;
+    }
+    const value = outcome.value as BeforeToolResult | undefined;
+    if (value && typeof value === 'object' && value.block === true) {
+      const reason = value.reason?.trim() || 'Blocked by beforeTool.';
+      run.audit(entry, 'block', outcome.durationMs, call.id, reason);
+      return { input, blocked: blockedError(tool, entry.name, reason, false) };
+    }
+    if (value && typeof value === 'object' && 'input' in value) {
+      const reparsed = tool.inputSchema.safeParse(value.input);
+      if (!reparsed.success) {
+        const reason = `beforeTool hook "${entry.name}" rewrote the arguments into an invalid input:\n${z.prettifyError(reparsed.error)}`;
+        run.audit(entry, 'block', outcome.durationMs, call.id, reason);
+        return { input, blocked: blockedError(tool, entry.name, reason, false) };
+      }
+      input = reparsed.data;
+      run.audit(entry, 'rewrite', outcome.durationMs, call.id);
+      continue;
+    }
+    run.audit(entry, 'allow', outcome.durationMs, call.id);
+  }
+  return { input };
+}
+
+function blockedError(tool: ToolDefinition, hookName: string, reason: string, threw: boolean): AgentError {
+  return new ToolError('hook_blocked', `Tool "${tool.name}" was blocked by an agent hook: ${reason}`, {
+    layer: 'tool',
+    severity: 'warning',
+    retryable: false,
+    details: { hook: 'beforeTool', name: hookName, reason, tool: tool.name, ...(threw ? { threw: true } : {}) },
+  });
+}
+
+/** D4: a blocked call never runs; its error result goes to the model (onMessage), then afterTool fires with `blocked: true`. */
+async function blockCall(run: RunContext, tool: ToolDefinition, toolCall: ToolCall, error: AgentError, scope: WriteScope): Promise<ToolOutcome> {
+  await run.emit({ type: 'tool_start', toolCallId: toolCall.id, toolName: tool.name, arguments: toolCall.arguments, ...run.chunkBase() });
+  let message: ToolResultMessage = errorResult(toolCall, error.info);
+  const messageIndex = await run.appendMessage(message, scope);
+  const rewritten = await afterToolChain(run, { toolCall, tool, result: undefined, success: false, blocked: true, error, durationMs: 0 }, scope);
+  if (rewritten) {
+    message = { ...message, content: rewritten.result ?? null };
+    run.replaceMessage(messageIndex, message);
+  }
+  await run.emit({ type: 'tool_end', toolCallId: toolCall.id, toolName: tool.name, success: false, durationMs: 0, error: error.info, ...run.chunkBase() });
+  return { call: toolCall, patches: (scope as { patches?: StatePatch[] }).patches ?? [], stopped: false };
+}
+
+/** The afterTool chain: `{ result }` replaces the result for later handlers, the model and the commit. */
+async function afterToolChain(run: RunContext, payload: AfterToolPayload, scope: WriteScope): Promise<AfterToolResult | undefined> {
+  if (!run.hooks.has('afterTool')) return undefined;
+  const ctx = run.contextFor('afterTool', scope);
+  let current = payload;
+  let rewrite: AfterToolResult | undefined;
+  for (const entry of run.hooks.entries('afterTool')) {
+    const outcome = await run.invoke(entry, current, ctx);
+    if (scope.changes.length > 0) await run.flushStateChanges(scope);
+    if (!outcome.ok) {
+      run.onHookError(entry, outcome, payload.toolCall.id);
+      continue;
+    }
+    const value = outcome.value as AfterToolResult | undefined;
+    if (value && typeof value === 'object' && 'result' in value) {
+      rewrite = { result: value.result };
+      current = { ...current, result: value.result };
+      run.audit(entry, 'rewrite', outcome.durationMs, payload.toolCall.id);
+    } else {
+      run.audit(entry, 'allow', outcome.durationMs, payload.toolCall.id);
+    }
+  }
+  return rewrite;
 }
 
 /** A recorded call result from the journal: its row and writes come back, no hook fires and the tool does not run. */

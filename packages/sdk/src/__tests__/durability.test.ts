@@ -1,0 +1,343 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  defineTool,
+  InMemoryStateStore,
+  RunSupersededError,
+  type HookContext,
+  type Message,
+  type ToolResultMessage,
+} from '../index.js';
+import { createHookRecorder } from '../testing/index.js';
+import { counterAgent, finish, setup, type Counter } from './harness.js';
+
+const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
+
+describe('supersede (section 1.3)', () => {
+  it('rule 49 / rule 45: a supersede that lands between onAgentComplete and K5 fires onAgentComplete, then onAgentSuperseded; the run ends superseded', async () => {
+    const { executor, stateStore } = setup();
+    const log: string[] = [];
+    let second: Promise<unknown> | undefined;
+    const agent = counterAgent([finish('first'), finish('second')], {
+      hooks: {
+        onAgentComplete: async (payload, ctx) => {
+          log.push(`complete:${(payload.output as { answer: string }).answer}`);
+          if (log.length === 1) second = (await executor.execute(agent, 'again', { sessionId: ctx.sessionId })).result();
+        },
+        onAgentSuperseded: (payload) => void log.push(`superseded:${payload.error.code}`),
+      },
+    });
+    const first = await executor.execute(agent, 'go', { sessionId: 'race' });
+    const result = await first.result();
+    await second;
+    expect(result.status).toBe('superseded');
+    expect(log).toEqual(['complete:first', 'superseded:state_run_superseded', 'complete:second']);
+    expect((await stateStore.getRun(first.runId))?.status).toBe('superseded');
+  });
+
+  it('rules 56–60: a supersede raised inside a tool ends the run at once; started siblings finish unpersisted (their hooks may follow onAgentSuperseded); no later tool starts', async () => {
+    const { executor, stateStore } = setup();
+    const order: string[] = [];
+    let releaseSlow!: () => void;
+    const slowGate = new Promise<void>((r) => (releaseSlow = r));
+    const slow = defineTool({
+      name: 'slow',
+      description: 'slow sibling',
+      inputSchema: z.object({}),
+      execute: async (_i, ctx) => {
+        await slowGate;
+        ctx.updateState<Counter>((d) => void (d.count = 50));
+        return 'slow done';
+      },
+    });
+    const fenced = defineTool({
+      name: 'fenced',
+      description: 'a fenced write that finds its run superseded',
+      inputSchema: z.object({}),
+      execute: async (_i, ctx) => {
+        await tick();
+        throw new RunSupersededError(ctx.sessionId, ctx.runId, 'newer-run');
+      },
+    });
+    const late = defineTool({ name: 'late', description: 'starts late', inputSchema: z.object({}), execute: () => void order.push('late:execute') });
+    const agent = counterAgent(
+      [{ toolCalls: [{ name: 'slow', args: {}, id: 's' }, { name: 'fenced', args: {}, id: 'f' }, { name: 'late', args: {}, id: 'l' }] }, finish('x')],
+      {
+        tools: [slow, fenced, late],
+        hooks: {
+          beforeTool: async (payload) => {
+            if (payload.toolCall.name === 'late') await tick(40);
+          },
+          afterTool: (payload) => void order.push(`afterTool:${payload.toolCall.name}`),
+          onAgentSuperseded: () => void order.push('onAgentSuperseded'),
+          onAgentFail: () => void order.push('onAgentFail'),
+        },
+      },
+    );
+    const handle = await executor.execute(agent, 'go');
+    const result = await handle.result();
+    expect(result.status).toBe('superseded');
+    expect(order).toEqual(['onAgentSuperseded']);
+    releaseSlow();
+    await tick(80);
+    expect(order).toEqual(['onAgentSuperseded', 'afterTool:slow']);
+    const session = await stateStore.loadSession(handle.sessionId);
+    expect((session!.state as Counter).count).toBe(0);
+    expect(session!.messages.map((m) => m.role)).toEqual(['user']);
+  });
+
+  it('rule 46 / D13: a run that loses its lease is superseded and writes nothing more', async () => {
+    const { stateStore, executor } = setup({ executor: { leaseMs: 60 } });
+    const rec = createHookRecorder();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const wait = defineTool({ name: 'wait', description: 'waits', inputSchema: z.object({}), execute: async () => gate.then(() => 'ok') });
+    const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'wait', args: {} }] }, finish('x')], { tools: [wait] }), 'go', {
+      hooks: rec.hooks,
+    });
+    await tick(10);
+    // Another process decides this one is dead and claims the run (its clock is ahead of the lease).
+    await stateStore.claimRun(handle.runId, 'other-process', 60_000, Date.now() + 10 * 60_000);
+    await tick(60);
+    release();
+    const result = await handle.result();
+    expect(result.status).toBe('superseded');
+    expect(rec.of('onAgentSuperseded')).toHaveLength(1);
+    expect(rec.of('onAgentFail')).toHaveLength(0);
+    expect((await stateStore.loadSession(handle.sessionId))!.stepCount).toBe(0);
+  });
+});
+
+describe('stop (section 1.10, HOOK-RULES C6)', () => {
+  it('rules 125–130 / C6: stop() keeps the calls whose results are recorded, pairs the rest run_stopped, discards afterLLMCall writes, writes K5 and fires onAgentFail(run_interrupted)', async () => {
+    const { executor, stateStore, streamManager } = setup();
+    const rec = createHookRecorder();
+    const quick = defineTool({
+      name: 'quick',
+      description: 'finishes before the stop',
+      inputSchema: z.object({}),
+      execute: (_i, ctx) => {
+        ctx.updateState<Counter>((d) => void d.log.push('quick'));
+        return 'quick done';
+      },
+    });
+    const stuck = defineTool({
+      name: 'stuck',
+      description: 'honours its abort signal',
+      inputSchema: z.object({}),
+      execute: async (_i, ctx) => {
+        ctx.updateState<Counter>((d) => void d.log.push('stuck-partial'));
+        await new Promise((_r, reject) => ctx.abortSignal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+        return 'never';
+      },
+    });
+    const agent = counterAgent([{ toolCalls: [{ name: 'quick', args: {}, id: 'q' }, { name: 'stuck', args: {}, id: 's' }] }, finish('x')], {
+      tools: [quick, stuck],
+      hooks: { afterLLMCall: (_p, ctx) => ctx.updateState((d) => void d.log.push('llm')) },
+    });
+    const handle = await executor.execute(agent, 'go', { hooks: rec.hooks });
+    await tick(20);
+    const result = await handle.stop('user pressed stop');
+    expect(result.status).toBe('interrupted');
+    expect(result.error).toMatchObject({ code: 'run_interrupted', severity: 'info', retryable: true });
+    expect((result.state as Counter).log).toEqual(['quick']);
+    expect(rec.of('onAgentFail')).toHaveLength(1);
+    expect((rec.of('onAgentFail')[0]!.payload as { recoverable: boolean }).recoverable).toBe(true);
+    const session = await stateStore.loadSession(handle.sessionId);
+    expect((session!.state as Counter).log).toEqual(['quick']);
+    const tools = session!.messages.filter((m): m is ToolResultMessage => m.role === 'tool');
+    expect(tools.find((m) => m.toolCallId === 'q')).toMatchObject({ content: 'quick done' });
+    expect(tools.find((m) => m.toolCallId === 's')).toMatchObject({ isError: true, errorInfo: { code: 'run_stopped' } });
+    expect((await stateStore.getRun(handle.runId))?.status).toBe('interrupted');
+    expect(streamManager.chunks(handle.sessionId).at(-1)).toMatchObject({ type: 'error', status: 'interrupted' });
+  });
+
+  it('rule 130 / rule 23: a stopped run keeps the turn\'s original start writes', async () => {
+    const { executor, stateStore } = setup();
+    const agent = counterAgent([{ ...finish('x'), delayMs: 1_000 }], {
+      hooks: { onAgentStart: (_p, ctx) => ctx.updateState((d) => void d.log.push('started')) },
+    });
+    const handle = await executor.execute(agent, 'go');
+    await tick(20);
+    await handle.interrupt();
+    expect(((await stateStore.loadSession(handle.sessionId))!.state as Counter).log).toEqual(['started']);
+  });
+});
+
+describe('recovery of a run whose process died (memory store, simulated crash points)', () => {
+  const input: Message[] = [{ role: 'user', content: 'go' }];
+  async function deadRun(store: InMemoryStateStore, runId = 'dead-run') {
+    await store.beginRun({
+      sessionId: 'crashed',
+      runId,
+      agentType: 'counter',
+      signal: 'start',
+      initialState: { count: 0, log: [] },
+      newTurn: { turnId: 't1', input },
+      startedAt: Date.now() - 1_000,
+      leaseOwner: 'dead-process',
+      leaseMs: 1,
+      options: { input: 'go', userId: 'u1' },
+    });
+    return { sessionId: 'crashed', runId, epoch: 1 } as const;
+  }
+
+  it('after K1: the recovered run fires its start signal (onAgentStart startSignal true) once and completes', async () => {
+    const store = new InMemoryStateStore();
+    await deadRun(store);
+    const { executor } = setup({ stateStore: store });
+    const rec = createHookRecorder();
+    const agent = counterAgent([finish('done')], { hooks: rec.hooks });
+    const [handle] = await executor.recover({ agents: [agent] });
+    const result = await handle!.result();
+    expect(result.status).toBe('completed');
+    expect(rec.of('onAgentStart').map((c) => (c.payload as { startSignal: boolean }).startSignal)).toEqual([true]);
+    expect((await store.getRun('dead-run'))?.epoch).toBe(2);
+  });
+
+  it('rules 21, 22: inside onAgentStart (marker staged, no K2): the owed start work runs with startSignal false and onMessage re-fires for the input', async () => {
+    const store = new InMemoryStateStore();
+    const dead = await deadRun(store);
+    await store.appendJournal({ ...dead, stepIndex: 0, kind: 'start_signal', key: 'start_signal', data: {}, at: Date.now() });
+    const { executor } = setup({ stateStore: store });
+    const rec = createHookRecorder();
+    const [handle] = await executor.recover({ agents: [counterAgent([finish('done')], { hooks: rec.hooks })] });
+    expect((await handle!.result()).status).toBe('completed');
+    expect(rec.of('onAgentStart').map((c) => (c.payload as { startSignal: boolean }).startSignal)).toEqual([false]);
+    expect(rec.of('onMessage')[0]!.payload).toMatchObject({ message: { role: 'user', content: 'go' }, messageIndex: 0 });
+  });
+
+  it('rule 23: after K2 the recovered run never runs the start work again and keeps its writes', async () => {
+    const store = new InMemoryStateStore();
+    const dead = await deadRun(store);
+    await store.commit({ ...dead, kind: 'turn_start', appendMessages: input, state: { count: 0, log: ['started'] }, checkpoint: 'turn_start', committedAt: Date.now() });
+    const { executor } = setup({ stateStore: store });
+    const rec = createHookRecorder();
+    const [handle] = await executor.recover({ agents: [counterAgent([finish('done')], { hooks: rec.hooks })] });
+    const result = await handle!.result();
+    expect((result.state as Counter).log).toEqual(['started']);
+    expect(rec.of('onAgentStart')).toHaveLength(0);
+    expect(rec.of('onMessage').map((c) => (c.payload as { message: Message }).message.role)).toEqual(['assistant', 'tool']);
+  });
+
+  it('a committed step is never redone: the recovered run continues from the last committed step', async () => {
+    const store = new InMemoryStateStore();
+    const dead = await deadRun(store);
+    await store.commit({ ...dead, kind: 'turn_start', appendMessages: input, committedAt: Date.now() });
+    const step0: Message[] = [
+      { role: 'assistant', content: '', toolCalls: [{ id: 'c0', name: 'increment', arguments: { by: 1 } }] },
+      { role: 'tool', toolCallId: 'c0', toolName: 'increment', content: { ok: true, by: 1 } },
+    ];
+    await store.commit({ ...dead, kind: 'step', stepIndex: 0, appendMessages: step0, state: { count: 1, log: ['+1'] }, checkpoint: 'step', committedAt: Date.now() });
+    const { executor } = setup({ stateStore: store });
+    const rec = createHookRecorder();
+    const [handle] = await executor.recover({ agents: [counterAgent([finish('done')], { hooks: rec.hooks })] });
+    const result = await handle!.result();
+    expect(result).toMatchObject({ status: 'completed', stepCount: 2, output: { answer: 'done' } });
+    expect((result.state as Counter).count).toBe(1);
+    expect(rec.of('beforeLLMCall').map((c) => c.stepCount)).toEqual([1]);
+  });
+
+  it('a finishing step was committed: only the terminal work is left (onAgentComplete, K5)', async () => {
+    const store = new InMemoryStateStore();
+    const dead = await deadRun(store);
+    await store.commit({ ...dead, kind: 'turn_start', appendMessages: input, committedAt: Date.now() });
+    await store.commit({ ...dead, kind: 'step', stepIndex: 0, output: { answer: 'early' }, appendMessages: [{ role: 'assistant', content: 'x' }], committedAt: Date.now() });
+    const { executor } = setup({ stateStore: store });
+    const rec = createHookRecorder();
+    const [handle] = await executor.recover({ agents: [counterAgent([], { hooks: rec.hooks })] });
+    const result = await handle!.result();
+    expect(result).toMatchObject({ status: 'completed', output: { answer: 'early' } });
+    expect(rec.of('beforeLLMCall')).toHaveLength(0);
+    expect(rec.of('onAgentComplete')).toHaveLength(1);
+  });
+
+  it('a terminal hook outcome recorded before K5 is replayed, not called again', async () => {
+    const store = new InMemoryStateStore();
+    const dead = await deadRun(store);
+    await store.commit({ ...dead, kind: 'turn_start', appendMessages: input, committedAt: Date.now() });
+    await store.commit({ ...dead, kind: 'step', stepIndex: 0, output: { answer: 'x' }, committedAt: Date.now() });
+    await store.appendJournal({
+      ...dead,
+      stepIndex: 1,
+      kind: 'terminal_hook',
+      key: 'terminal_hook',
+      data: { output: { answer: 'x' }, exitReason: 'finish_tool', endCarriesState: true, patches: [{ op: 'replace', path: ['count'], value: 9 }] },
+      at: Date.now(),
+    });
+    const { executor } = setup({ stateStore: store });
+    const rec = createHookRecorder();
+    const [handle] = await executor.recover({ agents: [counterAgent([], { hooks: rec.hooks })] });
+    const result = await handle!.result();
+    expect(result.status).toBe('completed');
+    expect((result.state as Counter).count).toBe(9);
+    expect(rec.of('onAgentComplete')).toHaveLength(0);
+    expect(((await store.loadSession('crashed'))!.state as Counter).count).toBe(9);
+  });
+
+  it('a side-effecting tool whose result was journaled is replayed, not run again; one that only started is not run again (tool_interrupted)', async () => {
+    let sends = 0;
+    const send = defineTool({ name: 'send', description: 'sends an email', inputSchema: z.object({ to: z.string() }), sideEffects: true, execute: () => ++sends });
+    const store = new InMemoryStateStore();
+    const dead = await deadRun(store);
+    await store.commit({ ...dead, kind: 'turn_start', appendMessages: input, committedAt: Date.now() });
+    const reply = { ok: true, text: '', finishReason: 'tool-calls', model: 'scripted-model', toolCalls: [{ id: 'a', name: 'send', arguments: { to: 'x' } }, { id: 'b', name: 'send', arguments: { to: 'y' } }] };
+    await store.appendJournal({ ...dead, stepIndex: 0, kind: 'model_reply', key: 'model_reply:0', data: { reply, patches: [] }, at: Date.now() });
+    await store.appendJournal({ ...dead, stepIndex: 0, kind: 'call_started', key: 'call_started:0:a', data: {}, at: Date.now() });
+    await store.appendJournal({
+      ...dead,
+      stepIndex: 0,
+      kind: 'call_result',
+      key: 'call_result:0:a',
+      data: { message: { role: 'tool', toolCallId: 'a', toolName: 'send', content: 1 }, patches: [{ op: 'replace', path: ['count'], value: 1 }], success: true, durationMs: 3 },
+      at: Date.now(),
+    });
+    await store.appendJournal({ ...dead, stepIndex: 0, kind: 'call_started', key: 'call_started:0:b', data: {}, at: Date.now() });
+    const { executor } = setup({ stateStore: store });
+    const rec = createHookRecorder();
+    const [handle] = await executor.recover({ agents: [counterAgent([finish('done')], { tools: [send], hooks: rec.hooks })] });
+    const result = await handle!.result();
+    expect(result.status).toBe('completed');
+    expect(sends).toBe(0);
+    expect((result.state as Counter).count).toBe(1);
+    expect(rec.of('beforeTool')).toHaveLength(0);
+    const rows = (await store.loadSession('crashed'))!.messages.filter((m): m is ToolResultMessage => m.role === 'tool');
+    expect(rows.find((m) => m.toolCallId === 'a')?.content).toBe(1);
+    expect(rows.find((m) => m.toolCallId === 'b')?.errorInfo?.code).toBe('tool_interrupted');
+    expect(await store.loadJournal('dead-run')).toEqual([]);
+  });
+
+  it('a run whose lease has not expired is not recovered, and one run is claimed by one process only', async () => {
+    const store = new InMemoryStateStore();
+    await store.beginRun({
+      sessionId: 'alive', runId: 'alive-run', agentType: 'counter', signal: 'start', initialState: {}, newTurn: { turnId: 't', input },
+      startedAt: Date.now(), leaseOwner: 'alive-process', leaseMs: 60_000, options: {},
+    });
+    await deadRun(store);
+    const a = setup({ stateStore: store }).executor;
+    const b = setup({ stateStore: store }).executor;
+    const agent = counterAgent([finish('a'), finish('b')]);
+    const [fromA, fromB] = await Promise.all([a.recover({ agents: [agent] }), b.recover({ agents: [agent] })]);
+    expect(fromA.length + fromB.length).toBe(1);
+    expect([...fromA, ...fromB][0]!.runId).toBe('dead-run');
+  });
+});
+
+describe('hook idempotency keys (issue 3 item 5)', () => {
+  it('every hook context carries an idempotency key (run, step, call, hook) and the attempt number', async () => {
+    const { executor } = setup();
+    const keys: string[] = [];
+    const attempts = new Set<number>();
+    const capture = (_p: unknown, ctx: HookContext) => {
+      keys.push(ctx.idempotencyKey);
+      attempts.add(ctx.attempt);
+    };
+    const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 }, id: 'c1' }] }, finish('x')]), 'go', {
+      hooks: { onAgentStart: capture, beforeTool: capture, afterTool: capture, afterLLMCall: capture },
+    });
+    await handle.result();
+    const r = handle.runId;
+    expect(keys).toEqual([`${r}:0:-:onAgentStart`, `${r}:0:-:afterLLMCall`, `${r}:0:c1:beforeTool`, `${r}:0:c1:afterTool`, `${r}:1:-:afterLLMCall`]);
+    expect([...attempts]).toEqual([1]);
+  });
+});

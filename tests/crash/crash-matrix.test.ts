@@ -1,0 +1,157 @@
+// Issue 3 item 7: a child process runs an agent against SQLite, and again against Postgres; it is
+// killed with SIGKILL at each named crash point, a fresh process recovers the run, and the test checks
+// that nothing committed was lost or done twice, that side effects ran at most once per committed
+// step, that hooks paired as the spec says, and that the final state equals an uncrashed run's.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Message, RunRecord, SessionSnapshot } from '@helix-agents/sdk';
+import { startTestPostgres } from '@helix-agents/store-postgres/testing';
+import type { HookLogLine } from './agent.js';
+import { openTarget, type TargetStores } from './targets.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const CRASH_POINTS = [
+  'after_k1',
+  'in_on_agent_start',
+  'after_k2',
+  'in_model_call@2',
+  'before_k3@2',
+  'after_k3@2',
+  'in_on_agent_complete',
+  'before_k5',
+  'after_k5',
+] as const;
+
+interface ChildResult {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function child(args: string[], crashAt?: string): Promise<ChildResult> {
+  return new Promise((resolve, reject) => {
+    // One process (node --import tsx), so SIGKILL kills the process that writes (PLATFORM-NOTES).
+    const proc = spawn(process.execPath, ['--conditions=helix-source', '--import', 'tsx', join(here, 'child.ts'), ...args], {
+      env: { ...process.env, HELIX_CRASH_AT: crashAt ?? '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    proc.on('error', reject);
+    proc.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+function lines<T>(file: string): T[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as T);
+}
+
+interface Outcome {
+  readonly session: SessionSnapshot;
+  readonly run: RunRecord;
+  readonly effects: { pid: number; key: string; to: string }[];
+  readonly hooks: HookLogLine[];
+  readonly crashed: ChildResult;
+  readonly recovered: ChildResult;
+}
+
+async function runScenario(target: string, stores: TargetStores, dir: string, sessionId: string, crashAt: string | undefined): Promise<Outcome> {
+  const sideEffectsFile = join(dir, `${sessionId}.effects.jsonl`);
+  const hooksFile = join(dir, `${sessionId}.hooks.jsonl`);
+  const args = [target, sessionId, sideEffectsFile, hooksFile];
+  const crashed = await child(['run', ...args], crashAt);
+  const recovered = crashAt ? await child(['recover', ...args]) : crashed;
+  const session = await stores.stateStore.loadSession(sessionId);
+  if (!session?.currentRunId) throw new Error(`no session ${sessionId}: ${crashed.stderr} ${recovered.stderr}`);
+  const run = (await stores.stateStore.getRun(session.currentRunId)) as RunRecord;
+  return { session, run, effects: lines(sideEffectsFile), hooks: lines(hooksFile), crashed, recovered };
+}
+
+function strip(messages: readonly Message[]): unknown[] {
+  return messages.map((m) => (m.role === 'tool' ? { ...m, content: m.content } : m));
+}
+
+function crashMatrix(name: string, open: () => Promise<{ target: string; stop(): Promise<void> }>): void {
+  describe(`crash matrix on ${name}`, () => {
+    let target = '';
+    let stores: TargetStores;
+    let stop: () => Promise<void> = async () => {};
+    let dir = '';
+    let reference: Outcome;
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), `helix-crash-${name}-`));
+      const opened = await open();
+      target = opened.target;
+      stop = opened.stop;
+      stores = await openTarget(target);
+      reference = await runScenario(target, stores, dir, 'reference', undefined);
+    }, 120_000);
+
+    afterAll(async () => {
+      await stores?.close();
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    }, 60_000);
+
+    it('the uncrashed reference run completes with three committed steps', () => {
+      expect(reference.run.status).toBe('completed');
+      expect(reference.session.stepCount).toBe(3);
+      expect(reference.session.state).toEqual({ count: 3, log: ['start', 'add 1', 'sent alice', 'sent bob', 'add 2', 'complete'] });
+      expect(reference.effects.map((e) => e.to)).toEqual(['alice', 'bob']);
+    });
+
+    it.each(CRASH_POINTS)(`SIGKILL at %s, then recovery in a fresh process`, async (crashAt) => {
+      const sessionId = `crash-${crashAt.replace('@', '-')}`;
+      const o = await runScenario(target, stores, dir, sessionId, crashAt);
+      // The first process really died at the crash point, and the second finished the run.
+      expect(o.crashed.signal, o.crashed.stderr).toBe('SIGKILL');
+      expect(o.recovered.code, o.recovered.stderr).toBe(0);
+      const report = JSON.parse(o.recovered.stdout) as { recovered: boolean; status?: string; result?: { status: string } };
+      if (crashAt === 'after_k5') expect(report).toMatchObject({ recovered: false, status: 'completed' });
+      else expect(report.result?.status).toBe('completed');
+
+      // No committed step lost, none committed twice; the final state is an uncrashed run's.
+      expect(o.run.status).toBe('completed');
+      expect(o.session.stepCount).toBe(reference.session.stepCount);
+      expect(strip(o.session.messages)).toEqual(strip(reference.session.messages));
+      expect(o.session.state).toEqual(reference.session.state);
+
+      // Every side-effecting call ran at most once (exactly once here: each send was committed).
+      expect(o.effects.map((e) => e.to).sort()).toEqual(['alice', 'bob']);
+      expect(new Set(o.effects.map((e) => e.key)).size).toBe(o.effects.length);
+
+      // Exactly one start signal (onAgentStart with startSignal true) and one completed terminal hook.
+      const starts = o.hooks.filter((h) => h.point === 'onAgentStart' && h.phase === 'start');
+      expect(starts.filter((h) => h.startSignal === true)).toHaveLength(1);
+      // Owed start work (startSignal false) runs only when the signal fired but the start commit did not land.
+      expect(starts.filter((h) => h.startSignal === false)).toHaveLength(crashAt === 'in_on_agent_start' ? 1 : 0);
+      expect(o.hooks.filter((h) => h.point === 'onAgentComplete' && h.phase === 'done')).toHaveLength(1);
+      expect(o.hooks.filter((h) => h.point === 'onAgentFail' || h.point === 'onAgentSuperseded')).toHaveLength(0);
+      // The recovering process claimed the run with the next epoch; its hooks see that attempt number.
+      expect(o.run.epoch).toBe(crashAt === 'after_k5' ? 1 : 2);
+      expect(o.hooks.filter((h) => h.pid !== o.hooks[0]?.pid).every((h) => h.attempt === 2)).toBe(true);
+    }, 60_000);
+  });
+}
+
+crashMatrix('sqlite', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'helix-crash-db-'));
+  return { target: `sqlite:${join(dir, 'crash.db')}`, stop: async () => rmSync(dir, { recursive: true, force: true }) };
+});
+
+crashMatrix('postgres', async () => {
+  const pg = await startTestPostgres();
+  return { target: `postgres:${pg.connectionString}`, stop: () => pg.stop() };
+});
