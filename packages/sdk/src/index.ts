@@ -8,6 +8,7 @@ export * from './usage.js';
 export * from './define.js';
 export * from './hooks/types.js';
 export * from './hooks/manager.js';
+export * from './hooks/serialize.js';
 export { JSAgentExecutor } from './runtime/executor.js';
 export type { ExecuteOptions, AgentHandle, JSAgentExecutorOptions, RecoverOptions } from './runtime/executor.js';
 export { crashPoint } from './runtime/crash-points.js';

@@ -228,7 +228,7 @@ export class RunContext {
     }
     if (entry.policy === 'fail-closed' || entry.policy === 'block-tool') {
       throw new HookError('hook_blocked', `The ${entry.point} hook "${entry.name}" failed closed: ${error.message}`, {
-        details: { hook: entry.point, name: entry.name, cause: error.message, threw: true },
+        details: { hook: entry.point, name: entry.name, cause: typeof error.info.details?.['cause'] === 'string' ? error.info.details['cause'] : error.message, threw: true },
         cause: error,
       });
     }
