@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { FINISH_TOOL_NAME, type ToolContext, type ToolDefinition } from '../define.js';
-import { AgentError, RunSupersededError, ToolError, type AgentErrorInfo } from '../errors.js';
+import type { AgentError} from '../errors.js';
+import { RunSupersededError, ToolError, type AgentErrorInfo } from '../errors.js';
 import type { AfterToolPayload, AfterToolResult, BeforeToolResult, Draft } from '../hooks/types.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
 import type { StatePatch } from '../stream.js';
