@@ -37,6 +37,29 @@ export interface TextDeltaChunk extends ChunkBase {
   readonly stepIndex: number;
   readonly delta: string;
 }
+/** The model asked for tool calls: one envelope per model step (before any of them runs). */
+export interface ActionsRequestedChunk extends ChunkBase {
+  readonly type: 'actions_requested';
+  readonly stepIndex: number;
+  readonly calls: readonly { readonly callId: string; readonly toolName: string; readonly args: unknown }[];
+}
+/** Every call of a step has its result (in the order the model asked for them). */
+export interface ActionsCompletedChunk extends ChunkBase {
+  readonly type: 'actions_completed';
+  readonly stepIndex: number;
+  readonly results: readonly { readonly callId: string; readonly toolName: string; readonly output: unknown; readonly isError: boolean }[];
+}
+/** Token totals of a run's model calls (retried attempts included). */
+export interface RunUsageSummary {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cacheReadTokens: number;
+  readonly cacheWriteTokens: number;
+  readonly reasoningTokens: number;
+  /** Priced with the agent's `limits.pricing`, when it has one. */
+  readonly costUsd?: number;
+  readonly model?: string;
+}
 /** A tool call starts executing. */
 export interface ToolStartChunk extends ChunkBase {
   readonly type: 'tool_start';
@@ -97,12 +120,14 @@ export interface ErrorChunk extends ChunkBase {
   readonly type: 'error';
   readonly status: 'failed' | 'interrupted';
   readonly errorInfo: AgentErrorInfo;
+  readonly usage?: RunUsageSummary;
 }
 /** Terminal: the run completed. `state` is absent when onAgentComplete threw (its writes were dropped). */
 export interface EndChunk extends ChunkBase {
   readonly type: 'end';
   readonly output: unknown;
   readonly state?: unknown;
+  readonly usage?: RunUsageSummary;
 }
 
 /** One Immer patch (`op`, `path`, `value`). */
@@ -117,6 +142,8 @@ export type StreamChunk =
   | RunStartedChunk
   | StepStartChunk
   | TextDeltaChunk
+  | ActionsRequestedChunk
+  | ActionsCompletedChunk
   | ToolStartChunk
   | ToolEndChunk
   | StatePatchChunk

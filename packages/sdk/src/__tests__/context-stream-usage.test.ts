@@ -74,14 +74,20 @@ describe('streaming', () => {
       'run_started',
       'step_start',
       'text_delta',
+      'actions_requested',
       'tool_start',
       'state_patch',
       'tool_end',
+      'actions_completed',
       'step_start',
+      'actions_requested',
+      'actions_completed',
       'end',
     ]);
     expect(chunks.map((c) => c.seq)).toEqual(chunks.map((_c, i) => chunks[0]!.seq + i));
-    expect(chunks.at(-1)).toMatchObject({ type: 'end', output: { answer: 'x' }, state: { count: 1 } });
+    expect(chunks.at(-1)).toMatchObject({ type: 'end', output: { answer: 'x' }, state: { count: 1 }, usage: { inputTokens: 0, outputTokens: 0 } });
+    expect(chunks.find((c) => c.type === 'actions_requested')).toMatchObject({ stepIndex: 0, calls: [{ toolName: 'increment', args: { by: 1 } }] });
+    expect(chunks.find((c) => c.type === 'actions_completed')).toMatchObject({ stepIndex: 0, results: [{ toolName: 'increment', output: { ok: true, by: 1 }, isError: false }] });
   });
 
   it('a reader can read a run after it ended, and from an offset', async () => {

@@ -74,7 +74,10 @@ export async function runLoop(run: RunContext, adapter: LLMAdapter, start: RunSt
       const empty = reply.toolCalls.length === 0 && reply.text.trim() === '';
       run.emptyReplies = empty ? run.emptyReplies + 1 : 0;
       if (reply.toolCalls.length > 0) {
+        const stepIndex = run.stepCount;
+        await run.emit({ type: 'actions_requested', stepIndex, calls: reply.toolCalls.map((c) => ({ callId: c.id, toolName: c.name, args: c.arguments })), ...run.chunkBase() });
         outcomes = await runToolCalls(run, reply.toolCalls);
+        if (!run.signal.aborted) await emitActionsCompleted(run, stepIndex, reply.toolCalls);
         const finisher = outcomes.find((o) => o.finishOutput !== undefined)?.finishOutput;
         if (finisher) ending = { kind: 'complete', output: finisher.value, exitReason: finisher.via };
         if (!run.signal.aborted) checkRepeatedErrors(run);
@@ -115,6 +118,17 @@ export async function runLoop(run: RunContext, adapter: LLMAdapter, start: RunSt
     }
     return await finish(run, { kind: 'fail', error: agentError }, startHookFired);
   }
+}
+
+/** One envelope with every result of the step, in the model's order (the rows are the step's tool rows). */
+async function emitActionsCompleted(run: RunContext, stepIndex: number, calls: readonly { readonly id: string }[]): Promise<void> {
+  const rows = new Map<string, Message>();
+  for (const row of run.pending) if (row.role === 'tool') rows.set(row.toolCallId, row);
+  const results = calls.flatMap((call) => {
+    const row = rows.get(call.id);
+    return row?.role === 'tool' ? [{ callId: row.toolCallId, toolName: row.toolName, output: row.content, isError: row.isError === true }] : [];
+  });
+  await run.emit({ type: 'actions_completed', stepIndex, results, ...run.chunkBase() });
 }
 
 /** The repeated-error guard: the same tool error (code and message) too many times fails the run. */
@@ -297,7 +311,7 @@ async function complete(run: RunContext, output: unknown, exitReason: ExitReason
     return fail(run, commitError, startHookFired);
   }
   crashPoint('after_k5');
-  await run.emit({ type: 'end', output, ...(endCarriesState ? { state: run.state } : {}), ...run.chunkBase() });
+  await run.emit({ type: 'end', output, ...(endCarriesState ? { state: run.state } : {}), usage: run.usageSummary(), ...run.chunkBase() });
   return result(run, 'completed', { output, exitReason });
 }
 
@@ -328,7 +342,7 @@ async function fail(run: RunContext, error: AgentError, startHookFired: boolean)
       runId: run.setup.runId,
     });
   }
-  await run.emit({ type: 'error', status, errorInfo: error.info, ...run.chunkBase() });
+  await run.emit({ type: 'error', status, errorInfo: error.info, usage: run.usageSummary(), ...run.chunkBase() });
   return result(run, status, { error: error.info });
 }
 

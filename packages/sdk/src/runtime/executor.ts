@@ -73,6 +73,19 @@ export interface JSAgentExecutorOptions {
   readonly leaseMs?: number;
 }
 
+/** A run that just passed its entry (what {@link JSAgentExecutor.onRun} listeners receive). */
+export interface RunStartedInfo {
+  readonly sessionId: string;
+  readonly runId: string;
+  readonly streamId: string;
+  /** The offset of the run's run_started chunk in its stream. */
+  readonly startSeq: number;
+  readonly agentType: string;
+  readonly parentSessionId?: string;
+  /** True for a run continued by recover(). */
+  readonly recovered: boolean;
+}
+
 /** Options of {@link JSAgentExecutor.recover}. */
 export interface RecoverOptions {
   /** The agents that may be recovered, by name (a run of an agent not listed is left alone). */
@@ -96,6 +109,7 @@ export class JSAgentExecutor {
   readonly #strictTerminalHooks: boolean;
   readonly #auditHooks: AuditHooks;
   readonly #warmed = new Set<HookObject>();
+  readonly #runListeners = new Set<(info: RunStartedInfo) => void>();
   readonly #generateId: (kind: 'run' | 'turn' | 'session') => string;
   readonly #agentHooks = new WeakMap<object, HookManager<unknown, unknown>>();
   /** This process's name on leases. */
@@ -269,6 +283,15 @@ export class JSAgentExecutor {
   }
 
   /**
+   * Calls `listener` for every run this executor starts or recovers, right after its entry (event
+   * subscribers use it to follow sessions). Returns a function that removes the listener.
+   */
+  onRun(listener: (info: RunStartedInfo) => void): () => void {
+    this.#runListeners.add(listener);
+    return () => this.#runListeners.delete(listener);
+  }
+
+  /**
    * Calls `warmUp()` on every class-based hook of these managers and agents that this executor has not
    * warmed yet (once per object, however many points it is registered at). execute() does it too.
    */
@@ -322,6 +345,22 @@ export class JSAgentExecutor {
       else abortSignal.addEventListener('abort', () => abort.abort(new RunInterruptedError()), { once: true });
     }
     const run = new RunContext(setup, from.state, from.messages, from.startedAt, from.stepCount ?? 0, from.journal ?? []);
+    const info: RunStartedInfo = {
+      sessionId,
+      runId,
+      streamId: setup.streamId,
+      startSeq: setup.writer.startSeq,
+      agentType: setup.agent.name,
+      recovered: from.journal !== undefined,
+      ...(setup.parentSessionId === undefined ? {} : { parentSessionId: setup.parentSessionId }),
+    };
+    for (const listener of this.#runListeners) {
+      try {
+        listener(info);
+      } catch (error) {
+        this.#logger.warn(`an onRun listener threw: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
     const stopLease = this.#keepLease(lease, abort);
     const done = runLoop(run, this.llmAdapter, start)
       .catch((error: unknown): AgentResult => {

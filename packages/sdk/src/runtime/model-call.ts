@@ -218,7 +218,14 @@ function chargeBudget(run: RunContext, result: StepResult): void {
   const usage = result.usage;
   if (!usage) return;
   const limits = run.setup.agent.limits;
-  run.spent.tokens += usage.totalTokens;
+  const spent = run.spent;
+  spent.tokens += usage.totalTokens;
+  spent.input += usage.promptTokens;
+  spent.output += usage.completionTokens;
+  spent.cacheRead += usage.cachedTokens ?? 0;
+  spent.cacheWrite += usage.cacheWriteTokens ?? 0;
+  spent.reasoning += usage.reasoningTokens ?? 0;
+  spent.model = result.model;
   const pricing = limits?.pricing;
   if (pricing) {
     const cached = usage.cachedTokens ?? 0;

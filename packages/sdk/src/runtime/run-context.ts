@@ -5,7 +5,7 @@ import type { HookEntry, HookManager } from '../hooks/manager.js';
 import type { AgentHooks, Draft, EmittableChunk, HookContext, HookPoint, StateChangeSource } from '../hooks/types.js';
 import type { Message } from '../messages.js';
 import type { Commit, JournalEntry, JournalKind, StateStore } from '../store.js';
-import type { HookDecision, StatePatch, StreamChunkInput, StreamWriter } from '../stream.js';
+import type { HookDecision, RunUsageSummary, StatePatch, StreamChunkInput, StreamWriter } from '../stream.js';
 import type { UsageEntry, UsageStore } from '../usage.js';
 import type { Logger } from './logger.js';
 
@@ -92,8 +92,8 @@ export class RunContext {
   readonly errorCounts = new Map<string, number>();
   /** Consecutive empty model replies, for the empty-responses guard. */
   emptyReplies = 0;
-  /** Tokens and cost of this run's model calls, for the hard budgets. */
-  readonly spent = { tokens: 0, costUsd: 0 };
+  /** Tokens and cost of this run's model calls, for the hard budgets and the terminal chunk. */
+  readonly spent = { tokens: 0, costUsd: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0, model: undefined as string | undefined };
   /** Set when a tool raised this run's own supersede: no further tool may start. */
   superseded: RunSupersededError | undefined;
   #inStateChangeHook = false;
@@ -357,6 +357,20 @@ export class RunContext {
 
   durationMs(): number {
     return Date.now() - this.startedAt;
+  }
+
+  /** The run's token totals for the terminal chunk. */
+  usageSummary(): RunUsageSummary {
+    const s = this.spent;
+    return {
+      inputTokens: s.input,
+      outputTokens: s.output,
+      cacheReadTokens: s.cacheRead,
+      cacheWriteTokens: s.cacheWrite,
+      reasoningTokens: s.reasoning,
+      ...(this.setup.agent.limits?.pricing ? { costUsd: s.costUsd } : {}),
+      ...(s.model === undefined ? {} : { model: s.model }),
+    };
   }
 }
 
