@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Draft } from './hooks/types.js';
 import { ConfigError } from './errors.js';
 import type { AgentHooks } from './hooks/types.js';
+import type { HookManager, HookMap } from './hooks/manager.js';
 import type { JSONSchema, LanguageModel, LLMToolSpec, ModelParameters } from './llm.js';
 
 /** The name of the internal tool an agent with an outputSchema finishes through. */
@@ -31,6 +32,11 @@ export interface ToolContext {
   emitCustom(eventName: string, data: unknown): Promise<void>;
   /** Stable across recoveries of the same call (`runId:step:callId:tool`), for idempotent side effects. */
   readonly idempotencyKey: string;
+  /**
+   * Suspends the run until these child sessions (started by this tool, e.g. with execute() and
+   * `parentSessionId`) end; their outcomes become this call's result when the run is resumed.
+   */
+  awaitChildren(children: readonly { readonly sessionId: string; readonly agentType: string }[]): never;
   /** The execution attempt of the run (1, then +1 per recovery). */
   readonly attempt: number;
 }
@@ -51,8 +57,13 @@ export interface ToolDefinition<TInput = unknown, TOutput = unknown> {
   readonly sideEffects: boolean;
   /** The input's JSON Schema, computed once when the tool is defined. */
   readonly jsonSchema: JSONSchema;
-  /** Runs the tool. Throwing sends the error back to the model as a `tool_failed` result. */
-  execute(input: TInput, ctx: ToolContext): TOutput | Promise<TOutput>;
+  /** When true (or when the function says so for an input), a human must approve the call: the run suspends until approve() / reject(). */
+  readonly needsApproval?: boolean | { bivarianceHack(input: TInput): boolean }['bivarianceHack'];
+  /**
+   * Runs the tool. Throwing sends the error back to the model as a `tool_failed` result. A tool without
+   * execute is a client tool: the run suspends and the caller answers with submitToolResult().
+   */
+  execute?(input: TInput, ctx: ToolContext): TOutput | Promise<TOutput>;
 }
 
 /** What `defineTool` takes. */
@@ -63,7 +74,9 @@ export interface ToolDefinitionInput<TInputSchema extends z.ZodType, TOutput> {
   readonly outputSchema?: z.ZodType<TOutput>;
   readonly finishWith?: boolean;
   readonly sideEffects?: boolean;
-  execute(input: z.output<TInputSchema>, ctx: ToolContext): TOutput | Promise<TOutput>;
+  readonly needsApproval?: boolean | ((input: z.output<TInputSchema>) => boolean);
+  /** Omit it for a client tool (answered by the caller with submitToolResult). */
+  execute?(input: z.output<TInputSchema>, ctx: ToolContext): TOutput | Promise<TOutput>;
 }
 
 /** Converts a zod schema to the JSON Schema a provider expects. */
@@ -83,10 +96,10 @@ export function defineTool<TInputSchema extends z.ZodType, TOutput>(
   if (definition.name === FINISH_TOOL_NAME) {
     throw new ConfigError(`Tool name "${FINISH_TOOL_NAME}" is reserved for the agent's finish tool.`);
   }
-  if (typeof definition.execute !== 'function') {
-    throw new ConfigError(`Tool "${definition.name}" has no execute function.`, { tool: definition.name });
+  if (definition.execute !== undefined && typeof definition.execute !== 'function') {
+    throw new ConfigError(`Tool "${definition.name}": execute must be a function (or absent, for a client tool).`, { tool: definition.name });
   }
-  const execute = definition.execute;
+  const execute = definition.execute?.bind(definition);
   return Object.freeze({
     name: definition.name,
     description: definition.description,
@@ -95,7 +108,8 @@ export function defineTool<TInputSchema extends z.ZodType, TOutput>(
     finishWith: definition.finishWith ?? false,
     sideEffects: definition.sideEffects ?? false,
     jsonSchema: toToolJSONSchema(definition.inputSchema),
-    execute: (input: z.output<TInputSchema>, ctx: ToolContext) => execute(input, ctx),
+    ...(definition.needsApproval === undefined ? {} : { needsApproval: definition.needsApproval }),
+    ...(execute === undefined ? {} : { execute: (input: z.output<TInputSchema>, ctx: ToolContext) => execute(input, ctx) }),
   });
 }
 
@@ -152,7 +166,8 @@ export interface AgentDefinition<TState, TOutput> {
   readonly llmConfig: LLMConfig;
   // Tools are stored with their input type widened to unknown; execute is a method, so typed tools stay assignable.
   readonly tools?: readonly ToolDefinition[];
-  readonly hooks?: AgentHooks<TState, TOutput>;
+  /** The agent's own hooks (they run before execution-level ones): hook functions, class-based hooks by point, or a manager. */
+  readonly hooks?: AgentHooks<TState, TOutput> | HookMap<TState, TOutput> | HookManager<TState, TOutput>;
   /** The most model calls (steps) one run may make; default 25. */
   readonly maxSteps?: number;
   /** Loop guards: repeated errors, empty replies, token and cost budgets. */

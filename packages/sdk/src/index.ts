@@ -10,7 +10,7 @@ export * from './hooks/types.js';
 export * from './hooks/manager.js';
 export * from './hooks/serialize.js';
 export { JSAgentExecutor } from './runtime/executor.js';
-export type { ExecuteOptions, AgentHandle, JSAgentExecutorOptions, RecoverOptions, RunStartedInfo } from './runtime/executor.js';
+export type { ExecuteOptions, AgentHandle, JSAgentExecutorOptions, RecoverOptions, RunStartedInfo, RunCallOptions, ResumeOptions, ToolResultSubmission, ApprovalDecision } from './runtime/executor.js';
 export type { AuditHooks } from './runtime/run-context.js';
 export { crashPoint } from './runtime/crash-points.js';
 export type { CrashPointName } from './runtime/crash-points.js';

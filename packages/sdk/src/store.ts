@@ -6,8 +6,39 @@ import type { UsageEntry } from './usage.js';
 /** The status of a run. */
 export type RunStatus = 'running' | 'completed' | 'failed' | 'interrupted' | 'superseded' | 'suspended';
 
-/** The kinds of commit of ARCHITECTURE.md: K1 run start, K2 turn start, K3 step, K4 suspension, K5 terminal. */
-export type CommitKind = 'run_start' | 'turn_start' | 'step' | 'suspension' | 'terminal';
+/**
+ * The kinds of commit of ARCHITECTURE.md: K1 run start, K2 turn start, K3 step, K4 suspension, K5
+ * terminal; `resume` records the answers a resumed run delivered (client tool results, approved or
+ * rejected calls, children's outcomes) before its first model call.
+ */
+export type CommitKind = 'run_start' | 'turn_start' | 'step' | 'resume' | 'suspension' | 'terminal';
+
+/** Why a run suspended (HOOK-RULES C17: an approval reports `client_tool`). */
+export type SuspensionReason = 'client_tool' | 'awaiting_children' | 'step_partial';
+
+/** A call a suspended run waits on. */
+export interface PendingCall {
+  readonly toolCallId: string;
+  readonly toolName: string;
+  /** The call's (validated, possibly rewritten) arguments. */
+  readonly input: unknown;
+  /** client: the caller answers with submitToolResult; approval: a human approves or rejects; children: sub-agent sessions finish. */
+  readonly kind: 'client' | 'approval' | 'children';
+  /** For `children`: the child sessions awaited. */
+  readonly children?: readonly { readonly sessionId: string; readonly agentType: string }[];
+}
+
+/** What a suspension commit (K4) records on the run: the boundary it stopped at. */
+export interface SuspensionRecord {
+  readonly reason: SuspensionReason;
+  readonly pending: readonly PendingCall[];
+  /** The step the pending calls belong to. */
+  readonly stepIndex: number;
+  readonly suspendedAt: number;
+}
+
+/** Restore this id to rewind a session to its very beginning (empty conversation, initial state). */
+export const GENESIS_CHECKPOINT = 'genesis';
 
 /** A turn: one user input and the runs that answer it. */
 export interface TurnRecord {
@@ -30,6 +61,12 @@ export interface RunOptionsRecord {
   readonly tags?: readonly string[];
   readonly metadata?: Readonly<Record<string, string>>;
   readonly parentSessionId?: string;
+  /** The run a resume, retry or rewind continues from. */
+  readonly previousRunId?: string;
+  /** The checkpoint a retry or rewind restored. */
+  readonly restoredCheckpointId?: string;
+  /** The runtime's record of how the run began (answers to deliver, signal fields); a JSON value stores keep as is. */
+  readonly start?: unknown;
 }
 
 /** A run as stored. */
@@ -52,6 +89,8 @@ export interface RunRecord {
   readonly leaseOwner: string;
   readonly leaseExpiresAt: number;
   readonly options: RunOptionsRecord;
+  /** Set by the suspension commit of a suspended run. */
+  readonly suspension?: SuspensionRecord;
 }
 
 /** A run's right to write: commits must carry its runId and epoch. */
@@ -131,6 +170,12 @@ export interface BeginRunRequest {
   /** State for a session that does not exist yet (already validated by the agent's stateSchema). */
   readonly initialState: unknown;
   readonly parentSessionId?: string;
+  /**
+   * Rewinds the session to this checkpoint in the same atomic step (messages after it are dropped, its
+   * state restored; `GENESIS_CHECKPOINT` rewinds to the start). When the checkpoint precedes the current
+   * turn's input rows, the turn's start commit is discarded (startCommitted becomes false).
+   */
+  readonly restoreCheckpointId?: string;
   /** Opens a new turn with these input rows; absent when the run continues the current turn. */
   readonly newTurn?: { readonly turnId: string; readonly input: readonly Message[] };
   readonly startedAt: number;
@@ -188,6 +233,8 @@ export interface Commit {
   readonly error?: AgentErrorInfo;
   /** Write a checkpoint of this kind with the commit. */
   readonly checkpoint?: CheckpointInfo['kind'];
+  /** The boundary a suspension commit (runStatus `suspended`) stopped at; stored on the run. */
+  readonly suspension?: SuspensionRecord;
   /** Usage to record atomically with the commit (only when this store is also the run's usage store). */
   readonly usage?: readonly UsageEntry[];
   readonly committedAt: number;

@@ -37,6 +37,21 @@ export interface TextDeltaChunk extends ChunkBase {
   readonly stepIndex: number;
   readonly delta: string;
 }
+/** A call waits for a human decision (approval). */
+export interface ToolApprovalRequestChunk extends ChunkBase {
+  readonly type: 'tool_approval_request';
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly arguments: unknown;
+  /** An HMAC over session, call id and arguments, when the executor signs approvals. */
+  readonly signature?: string;
+}
+/** The run suspended: its part of the stream pauses here until a resume starts a fresh run. */
+export interface SuspendedChunk extends ChunkBase {
+  readonly type: 'suspended';
+  readonly reason: 'client_tool' | 'awaiting_children' | 'step_partial';
+  readonly pendingToolCallIds: readonly string[];
+}
 /** The model asked for tool calls: one envelope per model step (before any of them runs). */
 export interface ActionsRequestedChunk extends ChunkBase {
   readonly type: 'actions_requested';
@@ -144,6 +159,8 @@ export type StreamChunk =
   | TextDeltaChunk
   | ActionsRequestedChunk
   | ActionsCompletedChunk
+  | ToolApprovalRequestChunk
+  | SuspendedChunk
   | ToolStartChunk
   | ToolEndChunk
   | StatePatchChunk
@@ -159,9 +176,9 @@ export type StreamChunkType = StreamChunk['type'];
 /** A chunk as written: the stream manager assigns `seq`. */
 export type StreamChunkInput = StreamChunk extends infer C ? (C extends StreamChunk ? Omit<C, 'seq'> : never) : never;
 
-/** True for the chunks that end a run's part of the stream. */
-export function isTerminalChunk(chunk: StreamChunk): chunk is EndChunk | ErrorChunk {
-  return chunk.type === 'end' || chunk.type === 'error';
+/** True for the chunks that end a run's part of the stream (a suspended run's ends with `suspended`). */
+export function isTerminalChunk(chunk: StreamChunk): chunk is EndChunk | ErrorChunk | SuspendedChunk {
+  return chunk.type === 'end' || chunk.type === 'error' || chunk.type === 'suspended';
 }
 
 /** A run's right to write to a stream. A writer whose claim was taken by a newer run writes nothing. */

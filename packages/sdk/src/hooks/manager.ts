@@ -35,7 +35,7 @@ export const guardPolicy: Readonly<Partial<Record<HookPoint, HookErrorPolicy>>> 
 });
 
 /** Points whose errors are always logged, never fatal (they cannot fail the run, or fire after it ended). */
-export const OBSERVE_ONLY_POINTS: ReadonlySet<HookPoint> = new Set(['onAgentFail', 'onAgentSuperseded']);
+export const OBSERVE_ONLY_POINTS: ReadonlySet<HookPoint> = new Set(['onAgentFail', 'onAgentSuperseded', 'onAgentSuspended', 'onAgentResumed', 'onAgentRetry']);
 
 /**
  * A class-based hook: an object whose methods are named after hook points, with optional `warmUp()` /
@@ -77,8 +77,11 @@ const NON_HOOK_MEMBERS = new Set(['constructor', 'allowedHookPoints', 'warmUp', 
 
 type HandlerOf<P extends HookPoint, S, O> = NonNullable<AgentHooks<S, O>[P]>;
 
-/** Something hooks can be composed from: a hook object, a class-based hook, a manager, or nothing. */
-export type HookSource<TState = unknown, TOutput = unknown> = AgentHooks<TState, TOutput> | HookManager<TState, TOutput> | HookObject | undefined | null;
+/** Hooks by point where a point may also name a class-based hook (its method of that name is registered). */
+export type HookMap<TState = unknown, TOutput = unknown> = { readonly [P in HookPoint]?: AgentHooks<TState, TOutput>[P] | HookObject };
+
+/** Something hooks can be composed from: hook functions by point, a class-based hook, a manager, or nothing. */
+export type HookSource<TState = unknown, TOutput = unknown> = AgentHooks<TState, TOutput> | HookMap<TState, TOutput> | HookManager<TState, TOutput> | HookObject | undefined | null;
 
 function isPlainObject(value: object): boolean {
   const proto: unknown = Object.getPrototypeOf(value);

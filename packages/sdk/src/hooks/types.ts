@@ -199,6 +199,45 @@ export interface AfterToolResult {
   readonly result: unknown;
 }
 
+/** A child session a suspended run waits on. */
+export interface SuspendedChildWait {
+  readonly sessionId: string;
+  readonly agentType: string;
+  /** The tool call whose result the child's outcome becomes. */
+  readonly toolCallId: string;
+}
+
+/** onAgentSuspended's context: the run reached a suspension boundary (committed before the hook fires, D10). */
+export interface AgentSuspendedHookContext<TState = unknown, TOutput = unknown> extends HookContext<TState, TOutput> {
+  readonly reason: 'client_tool' | 'awaiting_children' | 'step_partial';
+  /** Calls awaiting a client result or a human decision (empty unless reason is client_tool). */
+  readonly pendingToolCallIds: readonly string[];
+  /** Child sessions awaited (empty unless reason is awaiting_children). */
+  readonly awaitingChildren: readonly SuspendedChildWait[];
+  /** Steps completed before the suspension. */
+  readonly stepCount: number;
+}
+
+/** onAgentResumed's context: a fresh run resumes a suspended run, or rewinds to a checkpoint. */
+export interface AgentResumedHookContext<TState = unknown, TOutput = unknown> extends HookContext<TState, TOutput> {
+  /** The run that suspended (or, for a rewind, the session's previous run). Always set. */
+  readonly previousRunId: string;
+  /** The checkpoint restored, for a from_checkpoint rewind. */
+  readonly resumedFromCheckpointId?: string;
+}
+
+/** onAgentRetry's context: the start signal of a run that retry() began. */
+export interface AgentRetryHookContext<TState = unknown, TOutput = unknown> extends HookContext<TState, TOutput> {
+  /** The failed run it re-runs. */
+  readonly retriedRunId: string;
+  /** The checkpoint it restored (absent: genesis). */
+  readonly checkpointId?: string;
+  readonly hasMessage: boolean;
+}
+
+/** A suspension-family hook: one context object carrying its fields (rule 2). Observe-only: a throw is logged. */
+export type SuspensionHookHandler<TContext> = { bivarianceHack(ctx: TContext): void | Promise<void> }['bivarianceHack'];
+
 /** What `onExit` may return: keep the run going, usually with a message telling the model what to do. */
 export interface ExitHookResult {
   readonly continue: true;
@@ -239,6 +278,12 @@ export interface AgentHooks<TState = unknown, TOutput = unknown> {
   onMessage?: HookHandler<MessagePayload, TState, TOutput>;
   /** May return `{ continue: true, message }` to keep the run going (bounded by maxSteps). */
   onExit?: HookHandler<ExitPayload<TOutput>, TState, TOutput, ExitHookResult>;
+  /** The run reached a suspension boundary, after its suspension commit. Observe-only. */
+  onAgentSuspended?: SuspensionHookHandler<AgentSuspendedHookContext<TState, TOutput>>;
+  /** A fresh run resumes a suspended run or rewinds (its start signal). Observe-only in-process. */
+  onAgentResumed?: SuspensionHookHandler<AgentResumedHookContext<TState, TOutput>>;
+  /** A run retry() began (its start signal), after its run-start commit and before its first step. Observe-only. */
+  onAgentRetry?: SuspensionHookHandler<AgentRetryHookContext<TState, TOutput>>;
   /** Reserved (spec: "Future"): never invoked. */
   onTextDelta?: HookHandler<string, TState, TOutput>;
   /** Reserved (spec: "Future"): never invoked. */
@@ -261,6 +306,9 @@ export const HOOK_POINTS: readonly HookPoint[] = Object.freeze([
   'onStateChange',
   'onMessage',
   'onExit',
+  'onAgentSuspended',
+  'onAgentResumed',
+  'onAgentRetry',
   'onTextDelta',
   'onThinking',
 ] as const);

@@ -16,6 +16,7 @@ import type {
   StateStore,
   TurnRecord,
 } from '../store.js';
+import { GENESIS_CHECKPOINT } from '../store.js';
 import type { UsageEntry, UsageFilter, UsageRollup, UsageStore } from '../usage.js';
 import { rollupUsage } from '../usage.js';
 
@@ -23,6 +24,8 @@ interface SessionRow {
   sessionId: string;
   agentType: string;
   parentSessionId: string | undefined;
+  /** The state the session was created with (what a rewind to genesis restores). */
+  initialState: unknown;
   state: unknown;
   // Append-only: a checkpoint is a prefix length, so a step costs O(rows added), not O(history).
   messages: Message[];
@@ -54,6 +57,7 @@ export class InMemoryStateStore implements StateStore, UsageStore {
         sessionId: request.sessionId,
         agentType: request.agentType,
         parentSessionId: request.parentSessionId,
+        initialState: request.initialState,
         state: request.initialState,
         messages: [],
         currentRunId: undefined,
@@ -65,10 +69,31 @@ export class InMemoryStateStore implements StateStore, UsageStore {
       };
       this.#sessions.set(request.sessionId, row);
     }
-    const turn: TurnRecord | undefined = request.newTurn
+    let restored: { state: unknown; messageCount: number } | undefined;
+    if (request.restoreCheckpointId !== undefined) {
+      if (request.restoreCheckpointId === GENESIS_CHECKPOINT) restored = { state: row.initialState, messageCount: 0 };
+      else {
+        const checkpoint = row.checkpoints.find((c) => c.checkpointId === request.restoreCheckpointId);
+        if (!checkpoint) throw new AgentError('state_not_found', `Session ${request.sessionId} has no checkpoint ${request.restoreCheckpointId}.`, { details: { checkpointId: request.restoreCheckpointId } });
+        restored = { state: checkpoint.state, messageCount: checkpoint.messageCount };
+      }
+    }
+    let turn: TurnRecord | undefined = request.newTurn
       ? { turnId: request.newTurn.turnId, firstRunId: request.runId, input: request.newTurn.input, startCommitted: false }
       : row.turn;
     if (!turn) throw new StateCommitError(`Session ${request.sessionId} has no turn to continue; start a run with a new turn.`);
+    if (restored) {
+      row.messages.length = Math.min(row.messages.length, restored.messageCount);
+      // Checkpoints after the restored one describe a discarded branch.
+      const keep = request.restoreCheckpointId === GENESIS_CHECKPOINT ? 0 : row.checkpoints.findIndex((c) => c.checkpointId === request.restoreCheckpointId) + 1;
+      row.checkpoints.length = keep;
+      row.state = restored.state;
+      // A rewind to before the turn's input rows discards the turn's start commit (rule 22).
+      if (turn.startCommitted && (turn.inputMessageIndex ?? 0) >= restored.messageCount) {
+        const { inputMessageIndex: _dropped, ...rest } = turn;
+        turn = { ...rest, startCommitted: false };
+      }
+    }
     const previous = row.currentRunId === undefined ? undefined : this.#runs.get(row.currentRunId);
     const supersededRunId = previous?.status === 'running' ? previous.runId : undefined;
     if (previous && supersededRunId !== undefined) {
@@ -150,6 +175,7 @@ export class InMemoryStateStore implements StateStore, UsageStore {
       ...(commit.kind === 'terminal' ? { endedAt: commit.committedAt } : {}),
       ...(commit.output === undefined ? {} : { output: commit.output }),
       ...(commit.error === undefined ? {} : { error: commit.error }),
+      ...(commit.suspension === undefined ? {} : { suspension: commit.suspension }),
     });
     return { version: row.version, messageCount: row.messages.length, ...(checkpointId === undefined ? {} : { checkpointId }) };
   }

@@ -3,19 +3,40 @@ import { AgentError, MaxStepsError, RunInterruptedError, RunSupersededError, Sta
 import type { ExitHookResult, ExitReason } from '../hooks/types.js';
 import type { LLMAdapter, StepSuccess } from '../llm.js';
 import type { AssistantMessage, Message } from '../messages.js';
-import type { RunStatus } from '../store.js';
+import type { PendingCall, RunStatus, SuspensionReason, SuspensionRecord } from '../store.js';
+import type { StartSignalKind } from '../stream.js';
 import type { StatePatch } from '../stream.js';
 import { crashPoint } from './crash-points.js';
 import { callModel } from './model-call.js';
 import type { AgentResult } from './result.js';
 import type { RunContext, WriteScope } from './run-context.js';
-import { runToolCalls, type ToolOutcome } from './tool-calls.js';
+import { deliverAnswer, runToolCalls, type PendingAnswer, type ToolOutcome } from './tool-calls.js';
 
 const NUDGE_EMPTY = 'Your last reply was empty. Continue the task: call a tool, or answer.';
 const NUDGE_FINISH = 'Reply by calling the __finish__ tool with your final output as its arguments.';
 
-/** How a run begins: a new turn, or a recovery of a run whose process died. */
+/** An answer a resumed run delivers, with the call it answers. */
+export interface Delivery {
+  readonly pending: PendingCall;
+  readonly answer: PendingAnswer;
+}
+
+/** How a run begins: a new turn, a resume, a retry, or a recovery of a run whose process died. */
 export interface RunStart {
+  /** The run's start signal: onAgentStart (start), onAgentResumed (resumed) or onAgentRetry (retry). */
+  readonly signal: StartSignalKind;
+  /** onAgentResumed's fields. */
+  readonly resumed?: { readonly previousRunId: string; readonly resumedFromCheckpointId?: string };
+  /** onAgentRetry's fields. */
+  readonly retried?: { readonly retriedRunId: string; readonly checkpointId?: string; readonly hasMessage: boolean };
+  /** Answers to deliver before the first model call (a continue / with_confirmation resume). */
+  readonly deliveries?: readonly Delivery[];
+  /** Calls the resumed run still waits on after its deliveries: it suspends again at once. */
+  readonly stillPending?: readonly PendingCall[];
+  /** Rows that go before the turn's input rows (the cancelled calls of a with_message resume). */
+  readonly leadingRows?: readonly Message[];
+  /** A message retry() carries, appended after the start work. */
+  readonly extraMessage?: string;
   /** The turn's input text. */
   readonly input: string;
   /** The turn's input rows (onMessage fires for them as part of the start work). */
@@ -46,18 +67,35 @@ interface TerminalRecord {
  * wires them together and decides the ending.
  */
 export async function runLoop(run: RunContext, adapter: LLMAdapter, start: RunStart): Promise<AgentResult> {
-  let startHookFired = start.signalFired || start.turnStartCommitted;
+  let startHookFired = start.signalFired || (start.signal === 'start' && start.turnStartCommitted);
   // A step's failure keeps the state its afterLLMCall left (rule 129); its tools' writes are dropped.
   let failState: unknown;
   try {
-    if (!start.turnStartCommitted) {
-      if (!start.signalFired) {
-        // Staged before the hook, so a recovery knows the signal fired even if the hook never returned.
-        await run.record('start_signal', 'start_signal', { signal: 'start' });
-        startHookFired = true;
+    if (!start.signalFired && (start.signal !== 'start' || !start.turnStartCommitted)) {
+      // Staged before the hook, so a recovery knows the signal fired even if the hook never returned.
+      await run.record('start_signal', 'start_signal', { signal: start.signal });
+      startHookFired = true;
+      if (start.signal === 'resumed' && start.resumed) {
+        await run.fireSignal('onAgentResumed', {
+          previousRunId: start.resumed.previousRunId,
+          ...(start.resumed.resumedFromCheckpointId === undefined ? {} : { resumedFromCheckpointId: start.resumed.resumedFromCheckpointId }),
+        });
+      } else if (start.signal === 'retry' && start.retried) {
+        await run.fireSignal('onAgentRetry', {
+          retriedRunId: start.retried.retriedRunId,
+          hasMessage: start.retried.hasMessage,
+          ...(start.retried.checkpointId === undefined ? {} : { checkpointId: start.retried.checkpointId }),
+        });
       }
-      await startWork(run, start, !start.signalFired);
     }
+    // The turn's start work runs once per turn: onAgentStart is the start signal of a new turn, and
+    // owed start work (startSignal false) for a resume, retry, rewind or recovery that discarded it.
+    if (!start.turnStartCommitted) await startWork(run, start, start.signal === 'start' && !start.signalFired);
+    if (start.deliveries?.length || start.stillPending?.length) {
+      const ended = await deliver(run, start);
+      if (ended) return ended;
+    }
+    if (start.extraMessage !== undefined) await run.appendMessage({ role: 'user', content: start.extraMessage });
     if (start.committedOutput) {
       const agent = run.setup.agent;
       return await finish(run, { kind: 'complete', output: start.committedOutput.value, exitReason: agent.outputSchema ? 'finish_tool' : 'text' }, startHookFired);
@@ -88,6 +126,8 @@ export async function runLoop(run: RunContext, adapter: LLMAdapter, start: RunSt
         await run.appendMessage({ role: 'user', content: empty ? NUDGE_EMPTY : NUDGE_FINISH });
       }
       if (run.signal.aborted) stopAfterTools(run, outcomes);
+      const pending = outcomes.flatMap((o) => (o.pending ? [o.pending] : []));
+      if (pending.length > 0) return await suspend(run, pending, true);
       if (ending?.kind === 'complete' && ending.exitReason !== 'max_steps' && run.hooks.has('onExit')) {
         // D6: the exit hook may keep the run going; the step is committed either way.
         if (await exitHooksContinue(run, ending.output, ending.exitReason)) ending = undefined;
@@ -198,9 +238,44 @@ async function startWork(run: RunContext, start: RunStart, startSignal: boolean)
   if (run.hooks.has('onAgentStart')) {
     await run.fire('onAgentStart', { agent: run.setup.agent, input: start.input, initialState: run.state, startSignal });
   }
+  for (const message of start.leadingRows ?? []) await run.appendMessage(message);
   for (const message of start.inputMessages) await run.appendMessage(message);
   await run.commit({ kind: 'turn_start', checkpoint: 'turn_start' });
   crashPoint('after_k2');
+}
+
+/**
+ * A resumed run delivers the answers it was started with (before its first model call), commits them
+ * (`resume`), and suspends again at once if calls are still pending. Returns the result when the run
+ * ended here (suspended again, or a delivered finishWith call completed it).
+ */
+async function deliver(run: RunContext, start: RunStart): Promise<AgentResult | undefined> {
+  // Answers whose rows a recovered process already committed are not delivered twice.
+  const answered = new Set(run.messages.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
+  const outcomes = await Promise.all((start.deliveries ?? []).filter((d) => !answered.has(d.pending.toolCallId)).map((d) => deliverAnswer(run, d.pending, d.answer)));
+  if (run.signal.aborted) stopAfterTools(run, outcomes);
+  const pending = [...(start.stillPending ?? []), ...outcomes.flatMap((o) => (o.pending ? [o.pending] : []))];
+  if (pending.length > 0) return suspend(run, pending, false);
+  await run.commit({ kind: 'resume', checkpoint: 'step' });
+  const finisher = outcomes.find((o) => o.finishOutput !== undefined)?.finishOutput;
+  if (finisher) return complete(run, finisher.value, finisher.via, true);
+  return undefined;
+}
+
+/**
+ * The suspension boundary (D10): beforeTool and the frames ran; now the suspension commit (K4, with the
+ * step's rows and the pending calls), onAgentSuspended (observe-only), and the stream pause.
+ */
+async function suspend(run: RunContext, pending: readonly PendingCall[], countsStep: boolean): Promise<AgentResult> {
+  const reason: SuspensionReason = pending.every((p) => p.kind === 'children') ? 'awaiting_children' : 'client_tool';
+  const suspension: SuspensionRecord = { reason, pending, stepIndex: run.stepCount, suspendedAt: Date.now() };
+  await run.commit({ kind: 'suspension', stepIndex: run.stepCount, runStatus: 'suspended', suspension, checkpoint: 'step' });
+  if (countsStep) run.stepCount++;
+  const waiting = pending.filter((p) => p.kind !== 'children').map((p) => p.toolCallId);
+  const awaitingChildren = pending.flatMap((p) => (p.children ?? []).map((c) => ({ sessionId: c.sessionId, agentType: c.agentType, toolCallId: p.toolCallId })));
+  await run.fireSignal('onAgentSuspended', { reason, pendingToolCallIds: reason === 'client_tool' ? waiting : [], awaitingChildren: reason === 'awaiting_children' ? awaitingChildren : [] });
+  await run.emit({ type: 'suspended', reason, pendingToolCallIds: pending.map((p) => p.toolCallId), ...run.chunkBase() });
+  return result(run, 'suspended', { suspension });
 }
 
 /** The step's model reply: replayed from the journal when a dead process recorded it, else a model call (with retries). */

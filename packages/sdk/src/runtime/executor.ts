@@ -1,15 +1,16 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { AgentConfig } from '../define.js';
-import { AgentError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
+import { AgentError, ConfigError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
 import { HookManager, type HookObject } from '../hooks/manager.js';
 import type { AgentHooks } from '../hooks/types.js';
 import type { LLMAdapter } from '../llm.js';
 import type { Message } from '../messages.js';
-import type { RunLease, StateStore } from '../store.js';
+import { GENESIS_CHECKPOINT } from '../store.js';
+import type { PendingCall, RunLease, RunOptionsRecord, SessionSnapshot, StateStore } from '../store.js';
 import type { StartSignalKind, StreamChunk, StreamManager, StreamWriter } from '../stream.js';
 import type { UsageRollup, UsageStore } from '../usage.js';
-import { runLoop, type RunStart } from './agent-run.js';
+import { runLoop, type Delivery, type RunStart } from './agent-run.js';
 import { crashPoint } from './crash-points.js';
 import { consoleLogger, type Logger } from './logger.js';
 import type { AgentResult } from './result.js';
@@ -69,6 +70,10 @@ export interface JSAgentExecutorOptions {
   readonly instanceId?: string;
   /** Which hook invocations are written to the stream as `hook_decision` chunks: steering decisions and handled errors (default), every invocation, or none. */
   readonly auditHooks?: AuditHooks;
+  /** Signs approval requests and requires valid signatures on approve() / reject() (HMAC-SHA256). */
+  readonly approvalSecret?: string;
+  /** Agents whose sessions resume(), retry(), send() and recover() may continue. */
+  readonly agents?: readonly AgentConfig<unknown, unknown>[];
   /** How long a run's lease lasts without renewal (default 30 s); it is renewed every third of that. A process that dies is recovered once its leases expire. */
   readonly leaseMs?: number;
 }
@@ -84,6 +89,69 @@ export interface RunStartedInfo {
   readonly parentSessionId?: string;
   /** True for a run continued by recover(). */
   readonly recovered: boolean;
+}
+
+/** Per-run options of resume(), retry(), send() and the answer entry points. */
+export interface RunCallOptions {
+  readonly userId?: string;
+  readonly tags?: readonly string[];
+  readonly metadata?: Readonly<Record<string, string>>;
+  readonly hooks?: AgentHooks;
+  readonly hookManager?: HookManager;
+  readonly usageStore?: UsageStore;
+  readonly abortSignal?: AbortSignal;
+}
+
+/** A client tool's result, for resume({ mode: 'continue' }) / submitToolResult(). */
+export interface ToolResultSubmission {
+  readonly toolCallId: string;
+  readonly result: unknown;
+  readonly isError?: boolean;
+}
+
+/** A human's decision on a call that needs approval. */
+export interface ApprovalDecision {
+  readonly toolCallId: string;
+  readonly decision: 'approve' | 'reject';
+  /** Edited arguments (approve only); validated against the tool's input schema. */
+  readonly input?: unknown;
+  /** Told to the model on a rejection. */
+  readonly reason?: string;
+  /** Required when the executor signs approvals (`approvalSecret`): from the tool_approval_request chunk or signApproval(). */
+  readonly signature?: string;
+}
+
+/** How to resume a session. */
+export type ResumeOptions = RunCallOptions &
+  (
+    | { readonly mode: 'continue' | 'with_confirmation'; readonly toolResults?: readonly ToolResultSubmission[]; readonly decisions?: readonly ApprovalDecision[] }
+    | { readonly mode: 'with_message'; readonly message: string }
+    | { readonly mode: 'from_checkpoint'; readonly checkpointId: string }
+  );
+
+/** What a run began with beyond its K1 (kept on the run record, so a recovery can finish it the same way). */
+type RecordedStart = Pick<RunStart, 'resumed' | 'retried' | 'deliveries' | 'stillPending' | 'leadingRows' | 'extraMessage'>;
+
+/** The start of a recovered run, from what its K1 recorded. */
+function recordedStart(signal: StartSignalKind, options: RunOptionsRecord): RecordedStart & { signal: StartSignalKind } {
+  return { ...((options.start ?? {}) as RecordedStart), signal };
+}
+
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 /** Options of {@link JSAgentExecutor.recover}. */
@@ -110,6 +178,8 @@ export class JSAgentExecutor {
   readonly #auditHooks: AuditHooks;
   readonly #warmed = new Set<HookObject>();
   readonly #runListeners = new Set<(info: RunStartedInfo) => void>();
+  readonly #agents = new Map<string, AgentConfig<unknown, unknown>>();
+  readonly #approvalSecret: string | undefined;
   readonly #generateId: (kind: 'run' | 'turn' | 'session') => string;
   readonly #agentHooks = new WeakMap<object, HookManager<unknown, unknown>>();
   /** This process's name on leases. */
@@ -128,6 +198,8 @@ export class JSAgentExecutor {
     this.#generateId = options.generateId ?? (() => randomUUID());
     this.instanceId = options.instanceId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.leaseMs = options.leaseMs ?? 30_000;
+    this.#approvalSecret = options.approvalSecret;
+    for (const agent of options.agents ?? []) this.registerAgent(agent);
   }
 
   /**
@@ -143,14 +215,8 @@ export class JSAgentExecutor {
       throw new AgentError('run_invalid_input', `execute() takes the user's input as a string, got ${typeof input}.`);
     }
     const erased = agent as unknown as AgentConfig<unknown, unknown>;
-    const hooks = this.#hooksFor(erased, options.hooks as AgentHooks | undefined, options.hookManager as HookManager | undefined);
-    await this.#warmUp(hooks);
+    this.registerAgent(erased);
     const sessionId = options.sessionId ?? this.#generateId('session');
-    const runId = this.#generateId('run');
-    const turnId = this.#generateId('turn');
-    const startedAt = Date.now();
-    const inputMessages: readonly Message[] = [{ role: 'user', content: input }];
-
     const existing = await this.stateStore.loadSession(sessionId);
     let initialState: unknown = existing?.state;
     if (!existing) {
@@ -162,33 +228,257 @@ export class JSAgentExecutor {
       }
       initialState = parsed.data;
     }
+    // A new turn on a session suspended at a boundary cancels the calls it was waiting on (their rows
+    // keep the transcript valid: every tool call has a result).
+    const leadingRows = existing ? await this.#cancelledRows(existing.currentRunId) : [];
+    return (await this.#begin(erased, sessionId, options as RunCallOptions, {
+      signal: 'start',
+      input,
+      initialState,
+      newTurn: true,
+      ...(options.parentSessionId === undefined ? {} : { parentSessionId: options.parentSessionId }),
+      start: leadingRows.length > 0 ? { leadingRows } : {},
+    })) as AgentHandle<TState, TOutput>;
+  }
 
+  /** Adds an agent to the registry that resume(), retry(), send() and recover() look sessions' agents up in. execute() registers its agent. */
+  registerAgent(agent: AgentConfig<unknown, unknown>): this {
+    this.#agents.set(agent.name, agent);
+    return this;
+  }
+
+  /** A chat send: a new turn on an existing session, with the session's (registered) agent. */
+  async send(sessionId: string, message: string, options: RunCallOptions = {}): Promise<AgentHandle> {
+    const session = await this.#session(sessionId);
+    return this.execute(this.#agentFor(session.agentType), message, { ...options, sessionId });
+  }
+
+  /**
+   * Resumes a session (v7: a fresh run). `continue` / `with_confirmation` deliver answers to the calls
+   * the suspended run waits on (client results, approvals, rejections; finished children) and fire
+   * onAgentResumed; calls left unanswered suspend the new run again at once. `with_message` starts a new
+   * turn (onAgentStart), cancelling pending calls. `from_checkpoint` rewinds to a listed checkpoint and
+   * fires onAgentResumed (with resumedFromCheckpointId). A refused resume changes nothing.
+   */
+  async resume(sessionId: string, options: ResumeOptions): Promise<AgentHandle> {
+    const session = await this.#session(sessionId);
+    const agent = this.#agentFor(session.agentType);
+    if (options.mode === 'with_message') return this.send(sessionId, options.message, options);
+    const previousRunId = session.currentRunId;
+    if (options.mode === 'from_checkpoint') {
+      const checkpoints = await this.stateStore.listCheckpoints(sessionId);
+      if (options.checkpointId !== GENESIS_CHECKPOINT && !checkpoints.some((c) => c.checkpointId === options.checkpointId)) {
+        throw new AgentError('state_not_found', `Session ${sessionId} has no checkpoint ${options.checkpointId}.`, { details: { checkpointId: options.checkpointId } });
+      }
+      return this.#begin(agent, sessionId, options, {
+        signal: 'resumed',
+        restoreCheckpointId: options.checkpointId,
+        previousRunId: previousRunId ?? '',
+        start: { resumed: { previousRunId: previousRunId ?? '', resumedFromCheckpointId: options.checkpointId } },
+      });
+    }
+    const run = previousRunId === undefined ? undefined : await this.stateStore.getRun(previousRunId);
+    if (!run || run.status !== 'suspended' || !run.suspension) {
+      throw new AgentError('session_not_suspended', `Session ${sessionId} is not suspended${run ? ` (its run is ${run.status})` : ''}.`, { details: { sessionId } });
+    }
+    const deliveries = await this.#answers(sessionId, run.suspension.pending, options);
+    const answered = new Set(deliveries.map((d) => d.pending.toolCallId));
+    const stillPending = run.suspension.pending.filter((p) => !answered.has(p.toolCallId));
+    return this.#begin(agent, sessionId, options, {
+      signal: 'resumed',
+      previousRunId: run.runId,
+      start: { resumed: { previousRunId: run.runId }, deliveries, stillPending },
+    });
+  }
+
+  /** Answers one pending client tool call; the session resumes (continue) with it. */
+  async submitToolResult(sessionId: string, toolCallId: string, result: unknown, options: RunCallOptions & { readonly isError?: boolean } = {}): Promise<AgentHandle> {
+    return this.resume(sessionId, { ...options, mode: 'continue', toolResults: [{ toolCallId, result, ...(options.isError === undefined ? {} : { isError: options.isError }) }] });
+  }
+
+  /** Approves one pending call (optionally with edited arguments); the session resumes (with_confirmation). */
+  async approve(sessionId: string, toolCallId: string, options: RunCallOptions & { readonly input?: unknown; readonly reason?: string; readonly signature?: string } = {}): Promise<AgentHandle> {
+    const { input, reason, signature, ...rest } = options;
+    return this.resume(sessionId, {
+      ...rest,
+      mode: 'with_confirmation',
+      decisions: [{ toolCallId, decision: 'approve', ...(input === undefined ? {} : { input }), ...(reason === undefined ? {} : { reason }), ...(signature === undefined ? {} : { signature }) }],
+    });
+  }
+
+  /** Rejects one pending call; the reason goes back to the model (`permission_denied`); the session resumes. */
+  async reject(sessionId: string, toolCallId: string, options: RunCallOptions & { readonly reason?: string; readonly signature?: string } = {}): Promise<AgentHandle> {
+    const { reason, signature, ...rest } = options;
+    return this.resume(sessionId, {
+      ...rest,
+      mode: 'with_confirmation',
+      decisions: [{ toolCallId, decision: 'reject', ...(reason === undefined ? {} : { reason }), ...(signature === undefined ? {} : { signature }) }],
+    });
+  }
+
+  /**
+   * Re-runs a failed or interrupted run as a new run: restores its last step (or turn-start) checkpoint
+   * (or `checkpointId`; genesis when there is none), fires onAgentRetry, runs owed start work, appends
+   * `message` when given, and goes on.
+   */
+  async retry(sessionId: string, options: RunCallOptions & { readonly message?: string; readonly checkpointId?: string } = {}): Promise<AgentHandle> {
+    const session = await this.#session(sessionId);
+    const agent = this.#agentFor(session.agentType);
+    const failed = session.currentRunId === undefined ? undefined : await this.stateStore.getRun(session.currentRunId);
+    if (!failed || (failed.status !== 'failed' && failed.status !== 'interrupted')) {
+      throw new AgentError('session_not_retryable', `Session ${sessionId} has no failed or interrupted run to retry${failed ? ` (its run is ${failed.status})` : ''}.`, { details: { sessionId } });
+    }
+    let checkpointId = options.checkpointId;
+    if (checkpointId === undefined) {
+      const checkpoints = await this.stateStore.listCheckpoints(sessionId);
+      checkpointId = [...checkpoints].reverse().find((c) => c.kind !== 'state')?.checkpointId ?? GENESIS_CHECKPOINT;
+    }
+    const hasMessage = options.message !== undefined;
+    return this.#begin(agent, sessionId, options, {
+      signal: 'retry',
+      restoreCheckpointId: checkpointId,
+      previousRunId: failed.runId,
+      start: {
+        retried: { retriedRunId: failed.runId, hasMessage, ...(checkpointId === GENESIS_CHECKPOINT ? {} : { checkpointId }) },
+        ...(options.message === undefined ? {} : { extraMessage: options.message }),
+      },
+    });
+  }
+
+  /** Signs an approval for a call (HMAC-SHA256 over session, call id and arguments); needs `approvalSecret`. */
+  signApproval(sessionId: string, toolCallId: string, input: unknown): string {
+    if (this.#approvalSecret === undefined) throw new ConfigError('signApproval() needs the executor option approvalSecret.');
+    return createHmac('sha256', this.#approvalSecret).update(`${sessionId}\n${toolCallId}\n${stableJson(input)}`).digest('base64url');
+  }
+
+  async #session(sessionId: string): Promise<SessionSnapshot> {
+    const session = await this.stateStore.loadSession(sessionId);
+    if (!session) throw new AgentError('state_not_found', `Session ${sessionId} does not exist.`, { details: { sessionId } });
+    return session;
+  }
+
+  #agentFor(agentType: string): AgentConfig<unknown, unknown> {
+    const agent = this.#agents.get(agentType);
+    if (!agent) throw new AgentError('agent_not_registered', `No agent named "${agentType}" is registered with this executor.`, { details: { agentType } });
+    return agent;
+  }
+
+  /** Rows that cancel the calls a suspended run was waiting on. */
+  async #cancelledRows(runId: string | undefined): Promise<Message[]> {
+    const run = runId === undefined ? undefined : await this.stateStore.getRun(runId);
+    if (run?.status !== 'suspended' || !run.suspension) return [];
+    return run.suspension.pending.map((p) => {
+      const info = new AgentError('tool_cancelled', `The call to "${p.toolName}" was cancelled: a new message started another turn.`, { details: { tool: p.toolName } }).info;
+      return { role: 'tool', toolCallId: p.toolCallId, toolName: p.toolName, content: info.message, isError: true, errorInfo: info };
+    });
+  }
+
+  /** Validates a resume's answers against the pending calls; an invalid one throws before anything is written. */
+  async #answers(sessionId: string, pending: readonly PendingCall[], options: ResumeOptions): Promise<Delivery[]> {
+    const byId = new Map(pending.map((p) => [p.toolCallId, p] as const));
+    const seen = new Set<string>();
+    const deliveries: Delivery[] = [];
+    const take = (toolCallId: string, kind: PendingCall['kind']): PendingCall => {
+      const call = byId.get(toolCallId);
+      if (!call || seen.has(toolCallId) || call.kind !== kind) {
+        throw new AgentError('tool_call_not_pending', `Call ${toolCallId} is not waiting for ${kind === 'client' ? 'a client result' : 'a decision'} in session ${sessionId}${seen.has(toolCallId) ? ' (it was answered twice)' : ''}.`, {
+          details: { sessionId, toolCallId, pending: pending.map((p) => ({ toolCallId: p.toolCallId, kind: p.kind })) },
+        });
+      }
+      seen.add(toolCallId);
+      return call;
+    };
+    const toolResults = options.mode === 'continue' || options.mode === 'with_confirmation' ? (options.toolResults ?? []) : [];
+    const decisions = options.mode === 'continue' || options.mode === 'with_confirmation' ? (options.decisions ?? []) : [];
+    for (const r of toolResults) deliveries.push({ pending: take(r.toolCallId, 'client'), answer: { kind: 'client', result: r.result, ...(r.isError === undefined ? {} : { isError: r.isError }) } });
+    for (const d of decisions) {
+      const call = take(d.toolCallId, 'approval');
+      if (this.#approvalSecret !== undefined) {
+        const expected = this.signApproval(sessionId, d.toolCallId, call.input);
+        if (d.signature === undefined || !safeEqual(d.signature, expected)) {
+          throw new AgentError('approval_invalid_signature', `The ${d.decision === 'approve' ? 'approval' : 'rejection'} of call ${d.toolCallId} is not signed for this session, call and arguments.`, { details: { sessionId, toolCallId: d.toolCallId } });
+        }
+      }
+      deliveries.push({
+        pending: call,
+        answer: d.decision === 'approve' ? { kind: 'approve', ...(d.input === undefined ? {} : { input: d.input }), ...(d.reason === undefined ? {} : { reason: d.reason }) } : { kind: 'reject', ...(d.reason === undefined ? {} : { reason: d.reason }) },
+      });
+    }
+    // Children's outcomes are delivered once every awaited child session has ended.
+    for (const call of pending) {
+      if (call.kind !== 'children' || seen.has(call.toolCallId)) continue;
+      const outcomes = [];
+      for (const child of call.children ?? []) {
+        const session = await this.stateStore.loadSession(child.sessionId);
+        const run = session?.currentRunId === undefined ? undefined : await this.stateStore.getRun(session.currentRunId);
+        if (!run || run.status === 'running' || run.status === 'suspended') {
+          outcomes.length = 0;
+          break;
+        }
+        outcomes.push({ sessionId: child.sessionId, status: run.status, ...(run.output === undefined ? {} : { output: run.output }), ...(run.error === undefined ? {} : { error: run.error }) });
+      }
+      if (outcomes.length === (call.children ?? []).length && outcomes.length > 0) deliveries.push({ pending: call, answer: { kind: 'children', outcomes } });
+    }
+    return deliveries;
+  }
+
+  /**
+   * Starts a run of any kind: K1 (which may open a turn or restore a checkpoint), the stream claim and
+   * run_started; then the loop, in the background. An entry failure rejects and fires no hook.
+   */
+  async #begin(
+    agent: AgentConfig<unknown, unknown>,
+    sessionId: string,
+    options: RunCallOptions,
+    spec: {
+      readonly signal: StartSignalKind;
+      readonly input?: string;
+      readonly initialState?: unknown;
+      readonly newTurn?: boolean;
+      readonly parentSessionId?: string;
+      readonly restoreCheckpointId?: string;
+      readonly previousRunId?: string;
+      readonly start: RecordedStart;
+    },
+  ): Promise<AgentHandle> {
+    const hooks = this.#hooksFor(agent, options.hooks, options.hookManager);
+    await this.#warmUp(hooks);
+    const runId = this.#generateId('run');
+    const turnId = this.#generateId('turn');
+    const startedAt = Date.now();
+    const input = spec.input ?? '';
+    const inputMessages: readonly Message[] = spec.newTurn ? [{ role: 'user', content: input }] : [];
+    const record: RunOptionsRecord = {
+      ...(spec.input === undefined ? {} : { input: spec.input }),
+      ...(options.userId === undefined ? {} : { userId: options.userId }),
+      ...(options.tags === undefined ? {} : { tags: options.tags }),
+      ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
+      ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
+      ...(spec.previousRunId === undefined ? {} : { previousRunId: spec.previousRunId }),
+      ...(spec.restoreCheckpointId === undefined ? {} : { restoredCheckpointId: spec.restoreCheckpointId }),
+      start: spec.start,
+    };
     // The entry: K1, the stream claim, run_started. A failure here fires no hook.
     const begun = await this.stateStore.beginRun({
       sessionId,
       runId,
       agentType: agent.name,
-      signal: 'start',
-      initialState,
-      ...(options.parentSessionId === undefined ? {} : { parentSessionId: options.parentSessionId }),
-      newTurn: { turnId, input: inputMessages },
+      signal: spec.signal,
+      initialState: spec.initialState,
+      ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
+      ...(spec.newTurn ? { newTurn: { turnId, input: inputMessages } } : {}),
+      ...(spec.restoreCheckpointId === undefined ? {} : { restoreCheckpointId: spec.restoreCheckpointId }),
       startedAt,
       leaseOwner: this.instanceId,
       leaseMs: this.leaseMs,
-      options: {
-        input,
-        ...(options.userId === undefined ? {} : { userId: options.userId }),
-        ...(options.tags === undefined ? {} : { tags: options.tags }),
-        ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
-        ...(options.parentSessionId === undefined ? {} : { parentSessionId: options.parentSessionId }),
-      },
+      options: record,
     });
     crashPoint('after_k1');
-    const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, 'start', input);
-
+    const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input);
+    const turn = begun.session.turn;
     return this.#launch(
       {
-        agent: erased,
+        agent,
         hooks,
         stateStore: this.stateStore,
         writer,
@@ -197,21 +487,29 @@ export class JSAgentExecutor {
         sessionId,
         runId,
         streamId: sessionId,
-        turnId,
+        turnId: turn?.turnId ?? turnId,
         epoch: begun.lease.epoch,
         abort: new AbortController(),
         strictTerminalHooks: this.#strictTerminalHooks,
         auditHooks: this.#auditHooks,
-        ...(options.parentSessionId === undefined ? {} : { parentSessionId: options.parentSessionId }),
+        ...(this.#approvalSecret === undefined ? {} : { signApproval: (s: string, c: string, i: unknown) => this.signApproval(s, c, i) }),
+        ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
         ...(options.userId === undefined ? {} : { userId: options.userId }),
         ...(options.tags === undefined ? {} : { tags: options.tags }),
         ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
       },
       begun.lease,
       { state: begun.session.state, messages: begun.session.messages, startedAt },
-      { input, inputMessages, turnStartCommitted: false, signalFired: false },
+      {
+        ...spec.start,
+        signal: spec.signal,
+        input: spec.newTurn ? input : (turn?.input.find((m) => m.role === 'user')?.content ?? ''),
+        inputMessages: spec.newTurn ? inputMessages : (turn?.input ?? []),
+        turnStartCommitted: spec.newTurn ? false : turn?.startCommitted === true,
+        signalFired: false,
+      },
       options.abortSignal,
-    ) as AgentHandle<TState, TOutput>;
+    );
   }
 
   /**
@@ -269,6 +567,7 @@ export class JSAgentExecutor {
           lease,
           { state: session.state, messages: session.messages, startedAt: run.startedAt, stepCount: run.stepCount, journal },
           {
+            ...recordedStart(run.signal, run.options),
             input,
             inputMessages: turn?.input ?? [],
             turnStartCommitted: turn?.startCommitted === true,

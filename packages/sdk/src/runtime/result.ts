@@ -1,6 +1,6 @@
 import type { AgentErrorInfo } from '../errors.js';
 import type { ExitReason } from '../hooks/types.js';
-import type { RunStatus } from '../store.js';
+import type { RunStatus, SuspensionRecord } from '../store.js';
 
 /** How a run ended. `handle.result()` resolves with it for every ending; it never rejects. */
 export interface AgentResult<TState = unknown, TOutput = unknown> {
@@ -19,4 +19,6 @@ export interface AgentResult<TState = unknown, TOutput = unknown> {
   /** Steps this run committed. */
   readonly stepCount: number;
   readonly durationMs: number;
+  /** What a suspended run waits on. */
+  readonly suspension?: SuspensionRecord;
 }

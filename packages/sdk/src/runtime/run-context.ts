@@ -53,6 +53,8 @@ export interface RunSetup {
   readonly strictTerminalHooks: boolean;
   /** Which hook invocations write a `hook_decision` chunk. */
   readonly auditHooks: AuditHooks;
+  /** Signs an approval request (HMAC over session, call id and arguments) when the executor has a secret. */
+  readonly signApproval?: (sessionId: string, toolCallId: string, input: unknown) => string;
 }
 
 /** Which hook invocations are written to the stream as `hook_decision` chunks. */
@@ -181,6 +183,26 @@ export class RunContext {
     this.hookScope.changes.length = 0;
   }
 
+  /**
+   * Fires a suspension-family hook (onAgentSuspended / onAgentResumed / onAgentRetry): one context
+   * argument carrying the hook's fields (rule 2); observe-only, a throw is logged (rules 99, 104, 112).
+   */
+  async fireSignal(point: 'onAgentSuspended' | 'onAgentResumed' | 'onAgentRetry', fields: Record<string, unknown>): Promise<void> {
+    const entries = this.hooks.entries(point);
+    if (entries.length === 0) return;
+    const ctx = Object.assign(new HookCallContext(this, point, this.hookScope), fields);
+    for (const entry of entries) {
+      const started = performance.now();
+      try {
+        await (entry.handler as (ctx: unknown) => unknown)(ctx);
+      } catch (error) {
+        const failure = this.hookError(point, error);
+        this.onHookError({ ...entry, policy: 'fail-open' }, { ok: false, error: failure, durationMs: performance.now() - started });
+      }
+    }
+    if (this.hookScope.changes.length > 0) await this.flushStateChanges(this.hookScope);
+  }
+
   /** A context for a steering point's handlers (which call {@link invoke} one by one). */
   contextFor(point: HookPoint, scope: WriteScope = this.hookScope): HookContext<unknown, unknown> {
     return new HookCallContext(this, point, scope);
@@ -285,7 +307,7 @@ export class RunContext {
   }
 
   /** One fenced commit of the pending rows, the state when it changed, and the buffered usage. */
-  async commit(fields: Pick<Commit, 'kind' | 'stepIndex' | 'checkpoint' | 'runStatus' | 'output' | 'error'>): Promise<void> {
+  async commit(fields: Pick<Commit, 'kind' | 'stepIndex' | 'checkpoint' | 'runStatus' | 'output' | 'error' | 'suspension'>): Promise<void> {
     const s = this.setup;
     const stateChanged = this.state !== this.committedState;
     // Usage rides in the commit when the state store is also the run's usage store, so both land atomically.

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { FINISH_TOOL_NAME, type ToolContext, type ToolDefinition } from '../define.js';
-import type { AgentError} from '../errors.js';
-import { RunSupersededError, ToolError, type AgentErrorInfo } from '../errors.js';
+import { AgentError, RunSupersededError, ToolError, type AgentErrorInfo } from '../errors.js';
 import type { AfterToolPayload, AfterToolResult, BeforeToolResult, Draft } from '../hooks/types.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
 import type { StatePatch } from '../stream.js';
+import type { PendingCall } from '../store.js';
 import type { RunContext, WriteScope } from './run-context.js';
 
 /** How one call of a step ended. */
@@ -16,6 +16,20 @@ export interface ToolOutcome {
   readonly patches: readonly StatePatch[];
   /** True when a stop ended the call before its result was recorded: its writes are discarded. */
   readonly stopped: boolean;
+  /** Set when the call waits for the caller, a human or child sessions: the run suspends. */
+  readonly pending?: PendingCall;
+}
+
+/** An answer a resumed run delivers for a pending call. */
+export type PendingAnswer =
+  | { readonly kind: 'client'; readonly result: unknown; readonly isError?: boolean }
+  | { readonly kind: 'approve'; readonly input?: unknown; readonly reason?: string }
+  | { readonly kind: 'reject'; readonly reason?: string }
+  | { readonly kind: 'children'; readonly outcomes: readonly { readonly sessionId: string; readonly status: string; readonly output?: unknown; readonly error?: AgentErrorInfo }[] };
+
+/** Thrown by ToolContext.awaitChildren(): the call becomes a pending `children` call. */
+class AwaitChildrenSignal {
+  constructor(readonly children: readonly { readonly sessionId: string; readonly agentType: string }[]) {}
 }
 
 interface CallResultRecord {
@@ -140,6 +154,41 @@ async function runToolCall(run: RunContext, call: ToolCall): Promise<ToolOutcome
   }
   const toolCall: ToolCall = { id: call.id, name: call.name, arguments: steered.input };
   if (steered.blocked !== undefined) return blockCall(run, tool, toolCall, steered.blocked, scope);
+  // Suspension boundaries (D10): beforeTool ran; the frame is written; the run will suspend.
+  if (!tool.execute) {
+    await run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: steered.input, ...run.chunkBase() });
+    return { call: toolCall, patches: scope.patches, stopped: false, pending: { toolCallId: call.id, toolName: tool.name, input: steered.input, kind: 'client' } };
+  }
+  const needsApproval = typeof tool.needsApproval === 'function' ? tool.needsApproval(steered.input) : tool.needsApproval === true;
+  if (needsApproval) {
+    const signature = run.setup.signApproval?.(run.setup.sessionId, call.id, steered.input);
+    await run.emit({
+      type: 'tool_approval_request',
+      toolCallId: call.id,
+      toolName: tool.name,
+      arguments: steered.input,
+      ...(signature === undefined ? {} : { signature }),
+      ...run.chunkBase(),
+    });
+    return { call: toolCall, patches: scope.patches, stopped: false, pending: { toolCallId: call.id, toolName: tool.name, input: steered.input, kind: 'approval' } };
+  }
+  return executeCall(run, tool, toolCall, scope);
+}
+
+/**
+ * Runs an allowed call: journal (side effects), tool_start, execute, onStateChange*, onMessage(result),
+ * the afterTool chain, the result journal, tool_end. Shared by a step's calls and an approved call that
+ * a resumed run delivers.
+ */
+async function executeCall(run: RunContext, tool: ToolDefinition, toolCall: ToolCall, scope: Required<Pick<WriteScope, 'patches'>> & WriteScope): Promise<ToolOutcome> {
+  const { agent } = run.setup;
+  const call = toolCall;
+  const stepIndex = run.stepCount;
+  const resultKey = `call_result:${stepIndex}:${call.id}`;
+  const startedKey = `call_started:${stepIndex}:${call.id}`;
+  const steered = { input: toolCall.arguments };
+  const execute = tool.execute;
+  if (!execute) throw new Error(`Tool ${tool.name} has no execute function.`);
   if (tool.sideEffects) await run.record('call_started', startedKey, { toolName: tool.name });
   await run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: steered.input, ...run.chunkBase() });
 
@@ -148,7 +197,7 @@ async function runToolCall(run: RunContext, call: ToolCall): Promise<ToolOutcome
   let error: AgentError | undefined;
   run.toolCallCounts[tool.name] = (run.toolCallCounts[tool.name] ?? 0) + 1;
   try {
-    result = await tool.execute(steered.input, toolContext(run, tool, call.id, scope));
+    result = await execute(steered.input, toolContext(run, tool, call.id, scope));
     if (tool.outputSchema) {
       const out = tool.outputSchema.safeParse(result);
       if (!out.success) {
@@ -160,6 +209,10 @@ async function runToolCall(run: RunContext, call: ToolCall): Promise<ToolOutcome
     }
   } catch (thrown) {
     if (isOwnSupersede(run, thrown)) throw thrown;
+    if (thrown instanceof AwaitChildrenSignal) {
+      const children = thrown.children;
+      return { call, patches: scope.patches, stopped: false, pending: { toolCallId: call.id, toolName: tool.name, input: steered.input, kind: 'children', children } };
+    }
     if (run.signal.aborted) {
       // The stop ended this call: its result is not recorded and its writes are discarded.
       await run.appendMessage(stoppedResult(call), scope);
@@ -344,5 +397,58 @@ function toolContext(run: RunContext, tool: ToolDefinition, toolCallId: string, 
     emitCustom: async (eventName: string, data: unknown) => {
       await run.emit({ type: 'custom', eventName, data, ...run.chunkBase() });
     },
+    awaitChildren: (children) => {
+      throw new AwaitChildrenSignal(children.map((c) => ({ sessionId: c.sessionId, agentType: c.agentType })));
+    },
   };
+}
+
+/**
+ * Delivers the answer to a call a suspended run was waiting on, in the resumed run (D3 without the
+ * beforeTool chain, which ran before the suspension): an approved call runs (with its edited input),
+ * a rejected one gets a `permission_denied` result, a client result or the children's outcomes become
+ * the call's result. onMessage and afterTool fire for each.
+ */
+export async function deliverAnswer(run: RunContext, pending: PendingCall, answer: PendingAnswer): Promise<ToolOutcome> {
+  const tool = run.setup.agent.toolsByName.get(pending.toolName);
+  const call: ToolCall = { id: pending.toolCallId, name: pending.toolName, arguments: pending.input };
+  const scope: Required<Pick<WriteScope, 'patches'>> & WriteScope = { changes: [], patches: [], callId: call.id };
+  if (!tool) {
+    await run.appendMessage(errorResult(call, new ToolError('tool_not_found', `Tool "${call.name}" no longer exists.`).info), scope);
+    return { call, patches: [], stopped: false };
+  }
+  if (answer.kind === 'approve') {
+    let input = pending.input;
+    if (answer.input !== undefined) {
+      const parsed = tool.inputSchema.safeParse(answer.input);
+      if (!parsed.success) {
+        await run.appendMessage(errorResult(call, invalid(tool.name, parsed.error)), scope);
+        return { call, patches: [], stopped: false };
+      }
+      input = parsed.data;
+    }
+    return executeCall(run, tool, { ...call, arguments: input }, scope);
+  }
+  let message: ToolResultMessage;
+  let error: AgentError | undefined;
+  let result: unknown;
+  if (answer.kind === 'reject') {
+    const reason = answer.reason?.trim();
+    error = new AgentError('permission_denied', `The user rejected the call to "${tool.name}".${reason ? ` Reason: ${reason}` : ''}`, { details: { tool: tool.name, ...(reason ? { reason } : {}) } });
+    message = errorResult(call, error.info);
+  } else if (answer.kind === 'client') {
+    result = answer.result;
+    message = answer.isError === true
+      ? { role: 'tool', toolCallId: call.id, toolName: tool.name, content: answer.result ?? null, isError: true, errorInfo: new ToolError('tool_failed', `The client reported that "${tool.name}" failed.`).info }
+      : { role: 'tool', toolCallId: call.id, toolName: tool.name, content: answer.result ?? null };
+    if (answer.isError === true) error = new ToolError('tool_failed', `The client reported that "${tool.name}" failed.`);
+  } else {
+    result = answer.outcomes;
+    message = { role: 'tool', toolCallId: call.id, toolName: tool.name, content: answer.outcomes };
+  }
+  const messageIndex = await run.appendMessage(message, scope);
+  const rewritten = await afterToolChain(run, { toolCall: call, tool, result, success: error === undefined, blocked: answer.kind === 'reject', durationMs: 0, ...(error ? { error } : {}) }, scope);
+  if (rewritten) run.replaceMessage(messageIndex, { ...message, content: rewritten.result ?? null });
+  await run.emit({ type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: error === undefined, durationMs: 0, ...(error ? { error: error.info } : { result }), ...run.chunkBase() });
+  return { call, patches: scope.patches, stopped: false };
 }

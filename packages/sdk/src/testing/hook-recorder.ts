@@ -35,6 +35,9 @@ export function createHookRecorder(options: { readonly points?: readonly HookPoi
     } else if (point === 'onThinking') {
       hooks[point] = (content: string, _done: boolean, ctx: HookContext) =>
         void calls.push({ point, payload: content, stepCount: ctx.stepCount, runId: ctx.runId, seq: calls.length });
+    } else if (point === 'onAgentSuspended' || point === 'onAgentResumed' || point === 'onAgentRetry') {
+      // Suspension-family hooks take one context argument carrying their fields (rule 2).
+      hooks[point] = (ctx: HookContext) => void calls.push({ point, payload: ctx, stepCount: ctx.stepCount, runId: ctx.runId, seq: calls.length });
     } else {
       hooks[point] = (payload: unknown, ctx: HookContext) => void calls.push({ point, payload, stepCount: ctx.stepCount, runId: ctx.runId, seq: calls.length });
     }
