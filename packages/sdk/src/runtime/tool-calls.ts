@@ -238,7 +238,8 @@ async function executeCall(run: RunContext, tool: ToolDefinition, toolCall: Tool
   const rewritten = await afterToolChain(run, { toolCall, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, scope);
   if (rewritten) {
     // C16: onMessage saw the row as executed; the model and the step commit see the rewrite.
-    message = { role: 'tool', toolCallId: call.id, toolName: tool.name, content: rewritten.result ?? null };
+    // A failed call stays an error row: only its content changes.
+    message = { ...message, content: rewritten.result ?? null };
     run.replaceMessage(messageIndex, message);
   }
   if (tool.sideEffects) {

@@ -1,0 +1,314 @@
+import { ConfigError } from '../errors.js';
+import { guard } from '../hooks/manager.js';
+import type { AgentHooks, AfterToolPayload, AfterToolResult, BeforeLLMCallPayload, BeforeLLMCallResult, HookContext } from '../hooks/types.js';
+import type { Message } from '../messages.js';
+
+/** One thing to redact: what it is (reported in counts) and how to find it. */
+export interface RedactionPattern {
+  /** Reported in the `redaction` event, e.g. `email`. */
+  readonly kind: string;
+  /** Matched globally (a missing `g` flag is added). Use a lookbehind to keep a prefix such as `Bearer `. */
+  readonly pattern: RegExp;
+  /** Rejects a match that only looks right (a card number whose Luhn check fails). */
+  readonly validate?: (match: string) => boolean;
+}
+
+/** Options of {@link createRedactor} and {@link createRedactionHook}. */
+export interface RedactionOptions {
+  /** Your own patterns, applied before the built-in ones; a bare RegExp reports kind `custom`. */
+  readonly patterns?: readonly (RedactionPattern | RegExp)[];
+  /** API keys, cloud keys, tokens, private keys, passwords in URLs and assignments, secret-named fields (default true). */
+  readonly redactSecrets?: boolean;
+  /** Emails, phone numbers, card numbers (Luhn-checked), IBANs (checksum-checked), US SSNs (default true). */
+  readonly redactPII?: boolean;
+  /** What a match becomes (default `[REDACTED]`); a function gets the kind, e.g. `(kind) => `[${kind}]``. */
+  readonly replacement?: string | ((kind: string) => string);
+}
+
+/** A redacted value and what was redacted in it. */
+export interface RedactionResult<T> {
+  /** The redacted value; the very same value when nothing was redacted. */
+  readonly value: T;
+  readonly count: number;
+  /** Redactions per kind. */
+  readonly kinds: Readonly<Record<string, number>>;
+}
+
+/** Redacts strings and JSON values with one set of patterns. */
+export interface Redactor {
+  redactText(text: string): RedactionResult<string>;
+  /** Redacts every string inside a JSON value (and, with secrets on, the values of secret-named fields). */
+  redactValue<T>(value: T): RedactionResult<T>;
+}
+
+/** The Luhn checksum of a string of digits (card numbers); false for anything that is not 2+ digits. */
+export function luhnCheck(digits: string): boolean {
+  if (!/^\d{2,}$/.test(digits)) return false;
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = digits.charCodeAt(digits.length - 1 - i) - 48;
+    if (i % 2 === 1) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return sum % 10 === 0;
+}
+
+/** The ISO 13616 mod-97 check of an IBAN (spaces allowed). */
+export function ibanCheck(iban: string): boolean {
+  const compact = iban.replace(/ /g, '').toUpperCase();
+  if (!/^[A-Z]{2}\d{2}[A-Z0-9]{11,30}$/.test(compact)) return false;
+  const rearranged = compact.slice(4) + compact.slice(0, 4);
+  let remainder = 0;
+  for (const char of rearranged) {
+    const code = char.charCodeAt(0);
+    const value = code >= 65 ? String(code - 55) : char;
+    for (const digit of value) remainder = (remainder * 10 + (digit.charCodeAt(0) - 48)) % 97;
+  }
+  return remainder === 1;
+}
+
+const digitsOf = (text: string): string => text.replace(/\D/g, '');
+
+/** The built-in secret patterns, in priority order (earlier patterns win overlaps). */
+export const SECRET_PATTERNS: readonly RedactionPattern[] = Object.freeze([
+  { kind: 'private_key', pattern: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----/g },
+  { kind: 'aws_access_key', pattern: /\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b/g },
+  { kind: 'aws_secret_key', pattern: /(?<=\baws_?secret_?access_?key["']?\s*[:=]\s*["']?)[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])/gi },
+  { kind: 'api_key', pattern: /\bsk-[A-Za-z0-9_-]{20,}/g },
+  { kind: 'api_key', pattern: /\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b/g },
+  { kind: 'api_key', pattern: /\bAIza[0-9A-Za-z_-]{35}/g },
+  { kind: 'github_token', pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})/g },
+  { kind: 'slack_token', pattern: /\bxox[abposr]-[A-Za-z0-9-]{10,}/g },
+  { kind: 'jwt', pattern: /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}/g },
+  { kind: 'bearer_token', pattern: /(?<=\bBearer\s+)[A-Za-z0-9._~+/-]{16,}=*/gi },
+  { kind: 'url_password', pattern: /(?<=\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+(?=@)/gi },
+  {
+    kind: 'credential',
+    pattern: /(?<=\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)["']?\s*[:=]\s*["']?)[^\s"',;]{6,}/gi,
+  },
+]);
+
+/** The built-in PII patterns, in priority order. */
+export const PII_PATTERNS: readonly RedactionPattern[] = Object.freeze([
+  {
+    kind: 'credit_card',
+    pattern: /(?<![\d-])(?:\d[ -]?){12,18}\d(?!\d)/g,
+    validate: (match: string) => {
+      const digits = digitsOf(match);
+      return digits.length >= 13 && digits.length <= 19 && luhnCheck(digits);
+    },
+  },
+  { kind: 'iban', pattern: /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b/g, validate: ibanCheck },
+  { kind: 'ssn', pattern: /\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b/g },
+  { kind: 'email', pattern: /\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b/g },
+  {
+    kind: 'phone',
+    pattern: /(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,5}(?!\w)/g,
+    validate: (match: string) => {
+      const n = digitsOf(match).length;
+      return n >= 8 && n <= 15;
+    },
+  },
+  { kind: 'phone', pattern: /(?<![\w.+-])(?:\(\d{3}\) ?|\d{3}[ .-])\d{3}[ .-]\d{4}(?![\w-]|\.\d)/g },
+]);
+
+// Field names whose string values are secrets whatever they look like.
+const SECRET_FIELD = /^(?:password|passwd|pwd|secret|client_?secret|api_?key|apikey|access_?token|auth_?token|refresh_?token|private_?key|authorization|x_?api_?key)$/i;
+
+interface Range {
+  readonly start: number;
+  readonly end: number;
+  readonly kind: string;
+}
+
+function globalCopy(pattern: RegExp): RegExp {
+  return new RegExp(pattern.source, pattern.flags.includes('g') ? pattern.flags : `${pattern.flags}g`);
+}
+
+/** Builds a {@link Redactor}; all patterns are found in the original text, so a replacement is never matched again. */
+export function createRedactor(options: RedactionOptions = {}): Redactor {
+  const custom = (options.patterns ?? []).map((p): RedactionPattern => {
+    if (p instanceof RegExp) return { kind: 'custom', pattern: p };
+    if (typeof p !== 'object' || p === null || !(p.pattern instanceof RegExp) || typeof p.kind !== 'string') {
+      throw new ConfigError('A redaction pattern must be a RegExp or { kind, pattern: RegExp, validate? }.');
+    }
+    return p;
+  });
+  const redactSecrets = options.redactSecrets ?? true;
+  const patterns = [...custom, ...(redactSecrets ? SECRET_PATTERNS : []), ...((options.redactPII ?? true) ? PII_PATTERNS : [])].map((p) => ({
+    ...p,
+    pattern: globalCopy(p.pattern),
+  }));
+  const replacement = options.replacement ?? '[REDACTED]';
+  const replace = typeof replacement === 'function' ? replacement : () => replacement;
+
+  function redactText(text: string): RedactionResult<string> {
+    const ranges: Range[] = [];
+    for (const { kind, pattern, validate } of patterns) {
+      pattern.lastIndex = 0;
+      for (const match of text.matchAll(pattern)) {
+        const start = match.index;
+        const end = start + match[0].length;
+        if (end === start) continue;
+        if (validate && !validate(match[0])) continue;
+        // Earlier patterns win: a card number inside a private key block is one redaction, not two.
+        if (ranges.some((r) => start < r.end && end > r.start)) continue;
+        ranges.push({ start, end, kind });
+      }
+    }
+    if (ranges.length === 0) return { value: text, count: 0, kinds: {} };
+    ranges.sort((a, b) => a.start - b.start);
+    const kinds: Record<string, number> = {};
+    let out = '';
+    let at = 0;
+    for (const r of ranges) {
+      out += text.slice(at, r.start) + replace(r.kind);
+      at = r.end;
+      kinds[r.kind] = (kinds[r.kind] ?? 0) + 1;
+    }
+    return { value: out + text.slice(at), count: ranges.length, kinds };
+  }
+
+  function redactValue<T>(value: T): RedactionResult<T> {
+    const kinds: Record<string, number> = {};
+    let count = 0;
+    const add = (r: RedactionResult<unknown>): void => {
+      count += r.count;
+      for (const [kind, n] of Object.entries(r.kinds)) kinds[kind] = (kinds[kind] ?? 0) + n;
+    };
+    const walk = (v: unknown): unknown => {
+      if (typeof v === 'string') {
+        const r = redactText(v);
+        add(r);
+        return r.value;
+      }
+      if (Array.isArray(v)) {
+        let changed = false;
+        const next = v.map((item) => {
+          const out = walk(item);
+          if (out !== item) changed = true;
+          return out;
+        });
+        return changed ? next : v;
+      }
+      if (typeof v === 'object' && v !== null && (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null)) {
+        let changed = false;
+        const next: Record<string, unknown> = {};
+        for (const [key, item] of Object.entries(v)) {
+          let out: unknown;
+          if (redactSecrets && typeof item === 'string' && item !== '' && SECRET_FIELD.test(key.replace(/-/g, '_'))) {
+            out = replace('secret_field');
+            add({ value: out, count: 1, kinds: { secret_field: 1 } });
+          } else {
+            out = walk(item);
+          }
+          if (out !== item) changed = true;
+          next[key] = out;
+        }
+        return changed ? next : v;
+      }
+      return v;
+    };
+    const out = walk(value) as T;
+    return { value: count === 0 ? value : out, count, kinds };
+  }
+
+  return { redactText, redactValue };
+}
+
+/** The custom event the redaction hook emits when it redacted something (never the redacted text itself). */
+export interface RedactionEvent {
+  readonly point: 'beforeLLMCall' | 'afterTool';
+  readonly count: number;
+  readonly kinds: Readonly<Record<string, number>>;
+  readonly toolCallId?: string;
+  readonly toolName?: string;
+}
+
+/** The name of the custom event carrying a {@link RedactionEvent}. */
+export const REDACTION_EVENT = 'redaction';
+
+/** The hooks {@link createRedactionHook} returns. */
+export type RedactionHooks<TState = unknown, TOutput = unknown> = Required<Pick<AgentHooks<TState, TOutput>, 'beforeLLMCall' | 'afterTool'>>;
+
+function redactMessage(redactor: Redactor, message: Message): RedactionResult<Message> {
+  switch (message.role) {
+    case 'system':
+    case 'user': {
+      const r = redactor.redactText(message.content);
+      return r.count === 0 ? { ...r, value: message } : { ...r, value: { ...message, content: r.value } };
+    }
+    case 'assistant': {
+      const r = redactor.redactValue({ content: message.content, reasoning: message.reasoning, args: message.toolCalls?.map((c) => c.arguments) });
+      if (r.count === 0) return { ...r, value: message };
+      const { content, reasoning, args } = r.value;
+      return {
+        ...r,
+        value: {
+          ...message,
+          content,
+          ...(reasoning === undefined ? {} : { reasoning }),
+          ...(message.toolCalls === undefined ? {} : { toolCalls: message.toolCalls.map((c, i) => ({ ...c, arguments: args?.[i] })) }),
+        },
+      };
+    }
+    case 'tool': {
+      const r = redactor.redactValue(message.content);
+      return r.count === 0 ? { ...r, value: message } : { ...r, value: { ...message, content: r.value } };
+    }
+  }
+}
+
+/**
+ * Redacts secrets and PII: beforeLLMCall returns `{ messages }` with the outgoing messages redacted (this
+ * call only, C4: the stored conversation keeps the user's words), and afterTool returns `{ result }` with
+ * successful tool results redacted, so the stored row is redacted too. Each handler fails closed: a
+ * redaction that throws must not let the unredacted text through, whatever the manager's policy.
+ * Counts go to the stream as `redaction` custom events.
+ */
+export function createRedactionHook<TState = unknown, TOutput = unknown>(options: RedactionOptions = {}): RedactionHooks<TState, TOutput> {
+  const redactor = createRedactor(options);
+  // Messages are immutable once appended, so each is redacted once, not on every model call.
+  const cache = new WeakMap<Message, RedactionResult<Message>>();
+
+  const beforeLLMCall = async (payload: BeforeLLMCallPayload, ctx: HookContext<TState, TOutput>): Promise<BeforeLLMCallResult | undefined> => {
+    let count = 0;
+    const kinds: Record<string, number> = {};
+    const messages = payload.messages.map((message) => {
+      let r = cache.get(message);
+      if (!r) {
+        r = redactMessage(redactor, message);
+        cache.set(message, r);
+      }
+      count += r.count;
+      for (const [kind, n] of Object.entries(r.kinds)) kinds[kind] = (kinds[kind] ?? 0) + n;
+      return r.value;
+    });
+    if (count === 0) return undefined;
+    await ctx.emitCustom(REDACTION_EVENT, { point: 'beforeLLMCall', count, kinds } satisfies RedactionEvent);
+    return { messages };
+  };
+
+  const afterTool = async (payload: AfterToolPayload, ctx: HookContext<TState, TOutput>): Promise<AfterToolResult | undefined> => {
+    // A `{ result }` on a failed call would store it as a success; its error text is redacted on the way out by beforeLLMCall.
+    if (!payload.success) return undefined;
+    const r = redactor.redactValue(payload.result);
+    if (r.count === 0) return undefined;
+    await ctx.emitCustom(REDACTION_EVENT, {
+      point: 'afterTool',
+      count: r.count,
+      kinds: r.kinds,
+      toolCallId: payload.toolCall.id,
+      toolName: payload.toolCall.name,
+    } satisfies RedactionEvent);
+    return { result: r.value };
+  };
+
+  return {
+    beforeLLMCall: guard(beforeLLMCall, { name: 'redaction', onError: 'fail-closed' }),
+    afterTool: guard(afterTool, { name: 'redaction', onError: 'fail-closed' }),
+  };
+}
