@@ -1,0 +1,294 @@
+import { isTerminalChunk } from '@helix-agents/sdk';
+import type { StreamChunk, StreamChunkInput, StreamManager, StreamReadOptions, StreamWriter } from '@helix-agents/sdk';
+import type pg from 'pg';
+import { encodeWrite, StreamNotifier } from './notifier.js';
+import { run, shortHash, statements, storeError, toNumber, type Statement } from './sql.js';
+
+/** Options of {@link PostgresStreamManager}. */
+export interface PostgresStreamManagerOptions {
+  /** The Postgres schema holding the tables ('helix' by default); migrate it first with `migratePostgres`. */
+  readonly schema?: string;
+  /**
+   * How often a following reader looks for new chunks when no notification came, in ms (1000 by
+   * default). Notifications (LISTEN/NOTIFY) normally wake readers at once; polling only covers a lost
+   * LISTEN connection.
+   */
+  readonly pollIntervalMs?: number;
+}
+
+// Chunks read per query, and written per statement when writes queue up behind one in flight.
+const PAGE = 500;
+const MAX_BATCH = 500;
+
+function buildStatements(s: string) {
+  return {
+    // The claim moves ownership; the NOTIFY (sent at commit) tells readers and the old writer's process.
+    claim: `WITH up AS (
+        INSERT INTO ${s}.streams AS st (stream_id, owner, next_seq, generation) VALUES ($1, $2, 0, 1)
+        ON CONFLICT (stream_id) DO UPDATE SET owner = EXCLUDED.owner, generation = st.generation + 1
+        RETURNING next_seq, generation
+      )
+      SELECT next_seq, generation, pg_notify($3, CASE WHEN $4::boolean THEN json_build_array('c', $1::text, $2::text, generation)::text ELSE '*' END) FROM up`,
+    // One statement: the ownership check takes the stream row's lock, so offsets are handed out in
+    // commit order without gaps, and a write after a newer claim matches no row and writes nothing.
+    append: `WITH st AS (
+        UPDATE ${s}.streams SET next_seq = next_seq + $4::bigint WHERE stream_id = $1 AND owner = $2
+        RETURNING next_seq - $4::bigint AS first
+      ), ins AS (
+        INSERT INTO ${s}.chunks (stream_id, seq, run_id, chunk)
+        SELECT $1, st.first + c.ord - 1, c.run_id, c.chunk
+        FROM st, ROWS FROM (json_array_elements($3::json), unnest($5::text[])) WITH ORDINALITY AS c(chunk, run_id, ord)
+      )
+      SELECT first, pg_notify($6, $7) FROM st`,
+    page: `SELECT seq, chunk::text AS chunk FROM ${s}.chunks WHERE stream_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`,
+    pageOfRun: `SELECT seq, chunk::text AS chunk FROM ${s}.chunks WHERE stream_id = $1 AND seq >= $2 AND run_id = $4 ORDER BY seq LIMIT $3`,
+    owner: `SELECT owner FROM ${s}.streams WHERE stream_id = $1`,
+  };
+}
+
+type Statements = Record<keyof ReturnType<typeof buildStatements>, Statement>;
+
+interface QueuedWrite {
+  readonly chunk: StreamChunkInput;
+  readonly resolve: (ok: boolean) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * The Postgres {@link StreamManager}: chunks are rows keyed by (stream, seq), and a `streams` row holds
+ * the owner and the next offset. Following readers sleep on LISTEN/NOTIFY (with polling as a fallback),
+ * so a reader in one process sees what a writer in another wrote as soon as it commits. A writer applies
+ * its writes in call order; writes issued while one is in flight go out together in one statement.
+ */
+export class PostgresStreamManager implements StreamManager {
+  /** The pool the manager queries through. */
+  readonly pool: pg.Pool;
+  /** The Postgres schema of its tables. */
+  readonly schema: string;
+  readonly #sql: Statements;
+  readonly #pollIntervalMs: number;
+  readonly #notifier: StreamNotifier;
+  // The live writers of each stream in this process, so a claim can silence the older ones at once.
+  readonly #writers = new Map<string, Set<PostgresStreamWriter>>();
+  #closed = false;
+
+  constructor(pool: pg.Pool, options: PostgresStreamManagerOptions = {}) {
+    this.pool = pool;
+    this.schema = options.schema ?? 'helix';
+    this.#sql = statements(this.schema, buildStatements);
+    this.#pollIntervalMs = Math.max(10, options.pollIntervalMs ?? 1_000);
+    this.#notifier = new StreamNotifier(pool, streamChannel(this.schema), this.#pollIntervalMs, (streamId, runId, generation) => this.#claimed(streamId, runId, generation));
+  }
+
+  /** The NOTIFY channel of this manager's schema. */
+  get channel(): string {
+    return this.#notifier.channel;
+  }
+
+  async claim(streamId: string, runId: string): Promise<StreamWriter> {
+    let rows: { next_seq: string | number; generation: string | number }[];
+    try {
+      rows = await run(this.pool, this.#sql.claim, [streamId, runId, this.channel, fitsPayload(streamId, runId)]);
+    } catch (error) {
+      throw storeError('stream claim', error);
+    }
+    const startSeq = toNumber(rows[0]?.next_seq ?? 0);
+    const generation = toNumber(rows[0]?.generation ?? 0);
+    this.#claimed(streamId, runId, generation);
+    const writer = new PostgresStreamWriter(this, streamId, runId, startSeq, generation);
+    let live = this.#writers.get(streamId);
+    if (!live) {
+      live = new Set();
+      this.#writers.set(streamId, live);
+    }
+    live.add(writer);
+    this.#notifier.wake(streamId);
+    return writer;
+  }
+
+  /**
+   * A run claimed a stream (here, or in another process when notified): writers here of another run
+   * from an older claim stop owning it. The claim generation orders claims whatever order their news
+   * arrives in; a writer of the same run keeps owning the stream, as ownership is by run id.
+   */
+  #claimed(streamId: string, runId: string, generation: number): void {
+    const live = this.#writers.get(streamId);
+    if (!live) return;
+    for (const writer of live) {
+      if (writer.runId !== runId && writer.generation < generation) this.#retire(writer);
+    }
+  }
+
+  #retire(writer: PostgresStreamWriter): void {
+    writer.markNotOwned();
+    const live = this.#writers.get(writer.streamId);
+    if (!live) return;
+    live.delete(writer);
+    if (live.size === 0) this.#writers.delete(writer.streamId);
+  }
+
+  /** Appends a batch of one writer's chunks; false when the writer no longer owns the stream. */
+  async append(writer: PostgresStreamWriter, chunks: readonly StreamChunkInput[]): Promise<boolean> {
+    let rows: unknown[];
+    try {
+      rows = await run(this.pool, this.#sql.append, [
+        writer.streamId,
+        writer.runId,
+        JSON.stringify(chunks),
+        chunks.length,
+        chunks.map((c) => c.runId),
+        this.channel,
+        encodeWrite(writer.streamId),
+      ]);
+    } catch (error) {
+      throw storeError('stream write', error);
+    }
+    const ok = rows.length > 0;
+    if (!ok) this.#retire(writer);
+    else {
+      // Local readers need not wait for the notification's round trip.
+      this.#notifier.wake(writer.streamId);
+      // A run's part of the stream is over after its terminal chunk: stop tracking the writer.
+      if (chunks.some((c) => c.type === 'end' || c.type === 'error')) this.#writers.get(writer.streamId)?.delete(writer);
+    }
+    return ok;
+  }
+
+  async *read(streamId: string, options: StreamReadOptions = {}): AsyncIterable<StreamChunk> {
+    const follow = options.follow ?? true;
+    const runId = options.untilRunEnds;
+    const signal = options.signal;
+    let seq = Math.max(0, options.fromSeq ?? 0);
+    const interest = follow ? this.#notifier.subscribe(streamId) : undefined;
+    try {
+      // Listen before the first query, so a chunk committed right after it still wakes us.
+      if (interest) await Promise.race([this.#notifier.ready(), sleep(this.#pollIntervalMs)]);
+      let last = false;
+      for (;;) {
+        if (this.#closed) return;
+        const seen = interest?.version ?? 0;
+        const rows = await this.#page(streamId, seq, runId);
+        for (const row of rows) {
+          const chunk = JSON.parse(row.chunk) as StreamChunk & { seq: number };
+          chunk.seq = toNumber(row.seq);
+          seq = chunk.seq + 1;
+          yield chunk;
+          if (runId !== undefined && isTerminalChunk(chunk)) return;
+        }
+        if (rows.length === PAGE) continue;
+        if (last || !follow || signal?.aborted) return;
+        if (runId !== undefined && (await this.#owner(streamId)) !== runId) {
+          // The run lost the stream, so it can write nothing more; what it committed before is visible
+          // now: read to the end once more, then stop.
+          last = true;
+          continue;
+        }
+        if (interest) await this.#notifier.wait(interest, seen, this.#pollIntervalMs, signal);
+        if (signal?.aborted) return;
+      }
+    } finally {
+      if (interest) this.#notifier.unsubscribe(streamId);
+    }
+  }
+
+  async #page(streamId: string, fromSeq: number, runId: string | undefined): Promise<{ seq: string; chunk: string }[]> {
+    try {
+      return runId === undefined
+        ? await run<{ seq: string; chunk: string }>(this.pool, this.#sql.page, [streamId, fromSeq, PAGE])
+        : await run<{ seq: string; chunk: string }>(this.pool, this.#sql.pageOfRun, [streamId, fromSeq, PAGE, runId]);
+    } catch (error) {
+      throw storeError('stream read', error);
+    }
+  }
+
+  async #owner(streamId: string): Promise<string | undefined> {
+    try {
+      const [row] = await run<{ owner: string | null }>(this.pool, this.#sql.owner, [streamId]);
+      return row?.owner ?? undefined;
+    } catch (error) {
+      throw storeError('stream read', error);
+    }
+  }
+
+  /** Stops listening; following readers end. Does not end the pool. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#notifier.close();
+  }
+}
+
+/** A run's claim on a stream. Writes queue in call order; one statement at a time goes to the database. */
+class PostgresStreamWriter implements StreamWriter {
+  readonly startSeq: number;
+  readonly streamId: string;
+  readonly runId: string;
+  /** The claim's generation: claims of a stream are numbered 1, 2, ... */
+  readonly generation: number;
+  readonly #manager: PostgresStreamManager;
+  #owned = true;
+  #queue: QueuedWrite[] = [];
+  #flushing = false;
+
+  constructor(manager: PostgresStreamManager, streamId: string, runId: string, startSeq: number, generation: number) {
+    this.#manager = manager;
+    this.generation = generation;
+    this.streamId = streamId;
+    this.runId = runId;
+    this.startSeq = startSeq;
+  }
+
+  /**
+   * What this process knows: false once a write was refused or a newer claim was seen (made through this
+   * manager, or notified while one of its readers listens). `write()` is the authority: it checks
+   * ownership in the database every time.
+   */
+  get owned(): boolean {
+    return this.#owned;
+  }
+
+  markNotOwned(): void {
+    this.#owned = false;
+  }
+
+  write(chunk: StreamChunkInput): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.#queue.push({ chunk, resolve, reject });
+      if (!this.#flushing) void this.#flush();
+    });
+  }
+
+  async #flush(): Promise<void> {
+    this.#flushing = true;
+    try {
+      while (this.#queue.length > 0) {
+        const batch = this.#queue.splice(0, MAX_BATCH);
+        try {
+          const ok = await this.#manager.append(
+            this,
+            batch.map((w) => w.chunk),
+          );
+          for (const w of batch) w.resolve(ok);
+        } catch (error) {
+          for (const w of batch) w.reject(error);
+        }
+      }
+    } finally {
+      this.#flushing = false;
+    }
+  }
+}
+
+/** Whether a claim's ids fit a NOTIFY payload (Postgres refuses 8000 bytes or more); if not, readers get a wake-everyone event. */
+function fitsPayload(streamId: string, runId: string): boolean {
+  return Buffer.byteLength(streamId) + Buffer.byteLength(runId) < 7_000;
+}
+
+/** The NOTIFY channel of a schema (an identifier of at most 63 bytes). */
+function streamChannel(schema: string): string {
+  const channel = `helix_streams_${schema}`;
+  return Buffer.byteLength(channel) <= 63 ? channel : `helix_streams_${shortHash(schema)}`;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
