@@ -20,3 +20,4 @@ export type { Logger } from './runtime/logger.js';
 export { InMemoryStateStore } from './memory/state-store.js';
 export { InMemoryStreamManager } from './memory/stream-manager.js';
 export { InMemoryUsageStore } from './memory/usage-store.js';
+export type { SessionEvent, SessionEventType, SessionEventDataMap, SessionHookContext } from './subscribers/index.js';

@@ -1,0 +1,167 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { AgentError } from '@helix-agents/sdk';
+import { CliError, EXIT } from './errors.js';
+import { MODEL_CHOICES, type ModelChoice } from './model-choice.js';
+import { hasErrors, loadProject } from './project.js';
+import { printDiagnostics, printInfo, projectInfo } from './report.js';
+import type { CliIO } from './run.js';
+import { initProject } from './scaffold.js';
+
+const USAGE = `Usage: helix <command> [options]
+
+Commands:
+  init [dir]                          Scaffold a project: an example agent, a tool and a journal hook
+  validate [--dir .] [--json]         Report every discovery error and warning (exit 1 on errors)
+  info [--dir .] [--json]             List the agents and their hooks
+  run [--dir .] --message <text>      Run one turn of an agent on the project's SQLite store
+
+Run options:
+  -m, --message <text>   The user message (required)
+  --agent <name>         Which agent, when the project has several
+  --session <id>         Continue a session
+  --model <choice>       auto (default: openai when OPENAI_API_KEY/OPENAI_BASE_URL is set, else scripted),
+                         scripted, openai, or agent (the model in the agent's llmConfig)
+  --purpose <p>          live (default) or eval; hooks see it as ctx.session.purpose
+  --mode <m>             chat (default) or task
+  --title <text>         The session title (ctx.session.title)
+  --hook-wait <ms>       How long to wait for hooks after the turn (default 30000)
+  --plain                Plain progress lines even on a terminal
+  --verbose              Debug lines in the serve log
+
+The conversation and progress go to stdout; the serve log (hook errors included) goes to stderr.
+Exit codes: 0 ok, 1 discovery errors or a failed run, 64 bad usage, 66 missing folder, 130 stopped.
+`;
+
+const COMMANDS = {
+  init: { force: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  validate: { dir: { type: 'string', default: '.' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  info: { dir: { type: 'string', default: '.' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  run: {
+    dir: { type: 'string', default: '.' },
+    message: { type: 'string', short: 'm' },
+    agent: { type: 'string' },
+    session: { type: 'string' },
+    model: { type: 'string', default: 'auto' },
+    purpose: { type: 'string', default: 'live' },
+    mode: { type: 'string', default: 'chat' },
+    title: { type: 'string' },
+    'hook-wait': { type: 'string', default: '30000' },
+    plain: { type: 'boolean' },
+    verbose: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  },
+} as const;
+
+type CommandName = keyof typeof COMMANDS;
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
+  return pkg.version ?? 'unknown';
+}
+
+function parse<C extends CommandName>(command: C, argv: readonly string[]) {
+  try {
+    return parseArgs({ args: [...argv], options: COMMANDS[command], allowPositionals: command === 'init', strict: true });
+  } catch (error) {
+    // parseArgs names the bad flag; add where to look.
+    throw new CliError('cli_usage', `${error instanceof Error ? error.message : String(error)} (see \`helix ${command} --help\`)`);
+  }
+}
+
+function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(value)) throw new CliError('cli_usage', `--${flag} must be one of ${allowed.join(', ')}; got "${value}".`);
+  return value as T;
+}
+
+async function dispatch(argv: readonly string[], io: CliIO): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    io.stdout.write(USAGE);
+    return command === undefined ? EXIT.usage : EXIT.ok;
+  }
+  if (command === '--version' || command === '-v') {
+    io.stdout.write(`${version()}\n`);
+    return EXIT.ok;
+  }
+  if (!(command in COMMANDS)) throw new CliError('cli_usage', `Unknown command "${command}". Commands: ${Object.keys(COMMANDS).join(', ')} (see \`helix --help\`).`);
+  const name = command as CommandName;
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.stdout.write(USAGE);
+    return EXIT.ok;
+  }
+
+  if (name === 'init') {
+    const { values, positionals } = parse('init', rest);
+    if (positionals.length > 1) throw new CliError('cli_usage', `helix init takes one folder, got ${positionals.length}.`);
+    const { dir, written } = initProject(positionals[0] ?? '.', { force: values.force === true });
+    io.stdout.write(`Created a helix project in ${dir}:\n${written.map((f) => `  ${f}`).join('\n')}\n\nNext: helix run --dir ${positionals[0] ?? '.'} --message "What time is it?"\n`);
+    return EXIT.ok;
+  }
+  if (name === 'validate') {
+    const { values } = parse('validate', rest);
+    const project = await loadProject(values.dir);
+    if (values.json) {
+      io.stdout.write(`${JSON.stringify({ dir: project.dir, ok: !hasErrors(project), diagnostics: project.diagnostics }, null, 2)}\n`);
+    } else {
+      const { errors, warnings } = printDiagnostics(project, io.stdout);
+      const found = `${project.agents.length} agent${project.agents.length === 1 ? '' : 's'}, ${project.hooks.length} hook${project.hooks.length === 1 ? '' : 's'}`;
+      io.stdout.write(`${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'} (${found} in ${project.dir})\n`);
+    }
+    return hasErrors(project) ? EXIT.failed : EXIT.ok;
+  }
+  if (name === 'info') {
+    const { values } = parse('info', rest);
+    const project = await loadProject(values.dir);
+    if (values.json) io.stdout.write(`${JSON.stringify(projectInfo(project), null, 2)}\n`);
+    else {
+      printInfo(project, io.stdout);
+      printDiagnostics(project, io.stderr);
+    }
+    return hasErrors(project) ? EXIT.failed : EXIT.ok;
+  }
+  const { values } = parse('run', rest);
+  if (values.message === undefined || values.message.trim() === '') throw new CliError('cli_usage', 'helix run needs --message "<text>" (see `helix run --help`).');
+  const hookWaitMs = Number(values['hook-wait']);
+  if (!Number.isInteger(hookWaitMs) || hookWaitMs < 0) throw new CliError('cli_usage', `--hook-wait must be a whole number of milliseconds; got "${values['hook-wait']}".`);
+  // Loaded on demand: the run path pulls in the SQLite store and the model providers, which validate and info do not need.
+  const { runCommand } = await import('./run.js');
+  return runCommand(
+    {
+      dir: values.dir,
+      message: values.message,
+      model: oneOf<ModelChoice>('model', values.model, MODEL_CHOICES),
+      purpose: oneOf('purpose', values.purpose, ['live', 'eval'] as const),
+      mode: oneOf('mode', values.mode, ['chat', 'task'] as const),
+      hookWaitMs,
+      ...(values.agent === undefined ? {} : { agent: values.agent }),
+      ...(values.session === undefined ? {} : { session: values.session }),
+      ...(values.title === undefined ? {} : { title: values.title }),
+      plain: values.plain === true,
+      verbose: values.verbose === true,
+    },
+    io,
+  );
+}
+
+/**
+ * Runs the `helix` command line with `argv` (without the node and script paths) and returns the
+ * exit code. Errors are reported on stderr as one message with a hint, never as a stack trace,
+ * except for internal errors (exit code 70).
+ */
+export async function runCli(argv: readonly string[], io: CliIO): Promise<number> {
+  try {
+    return await dispatch(argv, io);
+  } catch (error) {
+    if (CliError.isInstance(error)) {
+      io.stderr.write(`helix: ${error.message}\n${error.info.hint ? `hint: ${error.info.hint}\n` : ''}`);
+      return (error as CliError).exitCode ?? EXIT.failed;
+    }
+    if (AgentError.isInstance(error)) {
+      io.stderr.write(`helix: ${error.message} (${error.code})\n${error.info.hint ? `hint: ${error.info.hint}\n` : ''}`);
+      return EXIT.failed;
+    }
+    io.stderr.write(`helix: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return EXIT.internal;
+  }
+}

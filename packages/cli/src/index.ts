@@ -1,0 +1,20 @@
+/** @helix-agents/cli: the `helix` command (init, validate, info, run) and its project discovery, usable as a library. */
+export { runCli } from './cli.js';
+export { CliError, EXIT } from './errors.js';
+export type { CliErrorCode } from './errors.js';
+export { serveLogger } from './log.js';
+export type { Output } from './log.js';
+export { chooseModel } from './model.js';
+export type { ChosenModel } from './model.js';
+export { MODEL_CHOICES } from './model-choice.js';
+export type { ModelChoice } from './model-choice.js';
+export { ProgressView } from './progress.js';
+export type { ProgressOptions } from './progress.js';
+export { CONFIG_FILES, hasErrors, loadProject, mountedHooks } from './project.js';
+export type { Diagnostic, DiagnosticSeverity, Project, ProjectAgent, ProjectHook } from './project.js';
+export { printDiagnostics, printInfo, projectInfo } from './report.js';
+export { runCommand } from './run.js';
+export type { CliIO, RunOptions } from './run.js';
+export { defaultScript, prepareScript, readScript } from './script.js';
+export type { ScriptRead } from './script.js';
+export { initProject, scaffoldFiles } from './scaffold.js';

@@ -1,0 +1,2 @@
+/** Not an agent. */
+export default { name: 'not-agent' };

@@ -1,0 +1,2 @@
+/** Declarations are not hooks. */
+export type Unused = string;
