@@ -1,0 +1,61 @@
+import { expect } from 'vitest';
+import { AgentError } from '../errors.js';
+import type { Message } from '../messages.js';
+import type { BeginRunRequest } from '../store.js';
+
+/** A fixed clock origin: lease tests pass `now` explicitly, so they never depend on the wall clock. */
+export const T0 = 1_700_000_000_000;
+
+/** Options of {@link beginRequest}. */
+export interface BeginOptions {
+  readonly input?: string;
+  readonly startedAt?: number;
+  readonly leaseMs?: number;
+  readonly leaseOwner?: string;
+  /** False to continue the session's current turn instead of opening a new one. */
+  readonly newTurn?: boolean;
+  readonly signal?: BeginRunRequest['signal'];
+  readonly initialState?: unknown;
+}
+
+/** A K1 request with the fields every store needs. */
+export function beginRequest(sessionId: string, runId: string, options: BeginOptions = {}): BeginRunRequest {
+  const input = options.input ?? 'hello';
+  const message: Message = { role: 'user', content: input };
+  return {
+    sessionId,
+    runId,
+    agentType: 'agent',
+    signal: options.signal ?? 'start',
+    initialState: options.initialState ?? { n: 0 },
+    ...(options.newTurn === false ? {} : { newTurn: { turnId: `turn-${runId}`, input: [message] } }),
+    startedAt: options.startedAt ?? Date.now(),
+    leaseOwner: options.leaseOwner ?? 'conformance',
+    leaseMs: options.leaseMs ?? 60_000,
+    options: { input },
+  };
+}
+
+/** Asserts that a promise rejects with an AgentError carrying `code`. */
+export async function expectCode(promise: Promise<unknown>, code: string): Promise<void> {
+  let error: unknown;
+  try {
+    await promise;
+  } catch (caught) {
+    error = caught;
+  }
+  expect(error, `expected a rejection with code ${code}`).toBeDefined();
+  expect(AgentError.isInstance(error) ? error.code : String(error)).toBe(code);
+}
+
+/** Assistant rows `prefix:0 .. prefix:count-1`. */
+export function rows(prefix: string, count: number): Message[] {
+  const out: Message[] = [];
+  for (let i = 0; i < count; i++) out.push({ role: 'assistant', content: `${prefix}:${i}` });
+  return out;
+}
+
+/** Lets other tasks (timers, I/O) run. */
+export function tick(ms = 0): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,4 @@
+import { InMemoryStreamManager } from '../index.js';
+import { runStreamManagerConformance } from '../conformance/index.js';
+
+runStreamManagerConformance({ name: 'InMemoryStreamManager', create: () => new InMemoryStreamManager() });

@@ -1,0 +1,165 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AgentError } from '@helix-agents/sdk';
+import BetterSqlite3 from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_SQLITE_PATH, SqliteDatabase } from './database.js';
+import { migrateSqlite, SQLITE_MIGRATIONS, SQLITE_RECORD_VERSION, SQLITE_SCHEMA_VERSION, sqliteSchemaVersion } from './migrations.js';
+import { openSqliteStores } from './open.js';
+
+function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (error) {
+    return AgentError.isInstance(error) ? error.code : String(error);
+  }
+  return undefined;
+}
+
+describe('SQLite schema and migrations', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'helix-sqlite-mig-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('the migration list is numbered 1..n without gaps', () => {
+    expect(SQLITE_MIGRATIONS.map((m) => m.version)).toEqual(SQLITE_MIGRATIONS.map((_, i) => i + 1));
+    expect(SQLITE_SCHEMA_VERSION).toBe(SQLITE_MIGRATIONS.length);
+  });
+
+  it('migrations are safe to run twice: the second run applies nothing and keeps the data', async () => {
+    const path = join(dir, 'helix.db');
+    const first = openSqliteStores({ path });
+    expect(first.database.appliedMigrations).toEqual(SQLITE_MIGRATIONS.map((m) => m.version));
+    await first.stateStore.beginRun({
+      sessionId: 's1',
+      runId: 'r1',
+      agentType: 'agent',
+      signal: 'start',
+      initialState: { kept: true },
+      newTurn: { turnId: 't1', input: [] },
+      startedAt: 1,
+      leaseOwner: 'p',
+      leaseMs: 1_000,
+      options: {},
+    });
+    first.close();
+    const raw = new BetterSqlite3(path);
+    expect(migrateSqlite(raw)).toEqual([]);
+    expect(migrateSqlite(raw)).toEqual([]);
+    expect(sqliteSchemaVersion(raw)).toBe(SQLITE_SCHEMA_VERSION);
+    expect(raw.prepare('SELECT count(*) FROM helix_migrations').pluck().get()).toBe(SQLITE_MIGRATIONS.length);
+    raw.close();
+    const second = openSqliteStores({ path });
+    expect(second.database.appliedMigrations).toEqual([]);
+    expect((await second.stateStore.loadSession('s1'))?.state).toEqual({ kept: true });
+    second.close();
+  });
+
+  it('a later migration appended to the list is applied on the next open, once', () => {
+    const path = join(dir, 'helix.db');
+    SqliteDatabase.open({ path }).close();
+    const raw = new BetterSqlite3(path);
+    const next = [...SQLITE_MIGRATIONS, { version: SQLITE_SCHEMA_VERSION + 1, name: 'test column', sql: 'ALTER TABLE sessions ADD COLUMN extra TEXT' }];
+    expect(migrateSqlite(raw, next).map((m) => m.version)).toEqual([SQLITE_SCHEMA_VERSION + 1]);
+    expect(migrateSqlite(raw, next)).toEqual([]);
+    // ...and this (older) code now refuses the file.
+    expect(codeOf(() => migrateSqlite(raw))).toBe('state_schema_too_new');
+    raw.close();
+  });
+
+  it('a database written by a newer schema version is refused with state_schema_too_new, and left untouched', () => {
+    const path = join(dir, 'helix.db');
+    SqliteDatabase.open({ path }).close();
+    const raw = new BetterSqlite3(path);
+    raw.prepare('INSERT INTO helix_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(SQLITE_SCHEMA_VERSION + 1, 'future', 0);
+    raw.close();
+    let error: unknown;
+    try {
+      openSqliteStores({ path });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(AgentError.isInstance(error) && error.info).toMatchObject({
+      code: 'state_schema_too_new',
+      severity: 'fatal',
+      retryable: false,
+      details: { found: SQLITE_SCHEMA_VERSION + 1, supported: SQLITE_SCHEMA_VERSION },
+    });
+    const check = new BetterSqlite3(path);
+    expect(sqliteSchemaVersion(check)).toBe(SQLITE_SCHEMA_VERSION + 1);
+    check.close();
+  });
+
+  it('a session or run record stamped by a newer version is refused on read', async () => {
+    const path = join(dir, 'helix.db');
+    const stores = openSqliteStores({ path });
+    await stores.stateStore.beginRun({
+      sessionId: 's1',
+      runId: 'r1',
+      agentType: 'agent',
+      signal: 'start',
+      initialState: {},
+      newTurn: { turnId: 't1', input: [] },
+      startedAt: 1,
+      leaseOwner: 'p',
+      leaseMs: 1_000,
+      options: {},
+    });
+    const raw = new BetterSqlite3(path);
+    raw.prepare('UPDATE sessions SET record_version = ?').run(SQLITE_RECORD_VERSION + 1);
+    raw.prepare('UPDATE runs SET record_version = ?').run(SQLITE_RECORD_VERSION + 1);
+    raw.close();
+    await expect(stores.stateStore.loadSession('s1')).rejects.toMatchObject({ code: 'state_schema_too_new' });
+    await expect(stores.stateStore.getRun('r1')).rejects.toMatchObject({ code: 'state_schema_too_new' });
+    await expect(stores.stateStore.commit({ sessionId: 's1', runId: 'r1', epoch: 1, kind: 'step', stepIndex: 0, committedAt: 2 })).rejects.toMatchObject({ code: 'state_schema_too_new' });
+    stores.close();
+  });
+
+  it('synchronous FULL is applied and works; NORMAL is the default; the file is in WAL mode', async () => {
+    const full = openSqliteStores({ path: join(dir, 'full.db'), synchronous: 'FULL' });
+    const raw = new BetterSqlite3(join(dir, 'full.db'));
+    expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
+    raw.close();
+    expect(full.database.synchronous).toBe('FULL');
+    await full.stateStore.beginRun({
+      sessionId: 's1',
+      runId: 'r1',
+      agentType: 'agent',
+      signal: 'start',
+      initialState: {},
+      newTurn: { turnId: 't1', input: [] },
+      startedAt: 1,
+      leaseOwner: 'p',
+      leaseMs: 1_000,
+      options: {},
+    });
+    await full.stateStore.commit({ sessionId: 's1', runId: 'r1', epoch: 1, kind: 'step', stepIndex: 0, appendMessages: [{ role: 'assistant', content: 'durable' }], committedAt: 2 });
+    full.close();
+    const reopened = openSqliteStores({ path: join(dir, 'full.db') });
+    expect(reopened.database.synchronous).toBe('NORMAL');
+    expect((await reopened.stateStore.loadSession('s1'))?.messages).toEqual([{ role: 'assistant', content: 'durable' }]);
+    reopened.close();
+  });
+
+  it('a file that is not a database is refused with an AgentError', () => {
+    const path = join(dir, 'not-a-db');
+    writeFileSync(path, 'this is not a SQLite file, but it is long enough to look like one to the header check...'.repeat(20));
+    expect(codeOf(() => SqliteDatabase.open({ path }))).toBe('state_commit_failed');
+  });
+
+  it('the default path is .helix/helix.db under the working directory, folder created', () => {
+    const cwd = process.cwd();
+    process.chdir(dir);
+    try {
+      const stores = openSqliteStores();
+      expect(stores.database.path).toBe(join(dir, DEFAULT_SQLITE_PATH));
+      stores.close();
+      expect(existsSync(join(dir, '.helix', 'helix.db'))).toBe(true);
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+});

@@ -1,0 +1,165 @@
+import { AgentError } from '@helix-agents/sdk';
+import type BetterSqlite3 from 'better-sqlite3';
+
+/** One step of the schema's history. Append new ones at the end; never edit or reorder a released one. */
+export interface SqliteMigration {
+  /** 1, 2, 3, ... in order, without gaps. */
+  readonly version: number;
+  readonly name: string;
+  /** The DDL/DML to apply; it runs inside the migration transaction. */
+  readonly sql: string;
+}
+
+/**
+ * The schema's migrations, an append-only list. JSON values are stored as TEXT. Messages live in their
+ * own table keyed by (session, idx) so that appending costs O(rows added). Every write of a session
+ * (K1–K5) appends one `commits` row carrying the session's counters after it, the state when it
+ * changed (else `state_ref` points at the row that has it; NULL means this row), the usage recorded with it, and whether it
+ * is a checkpoint: a checkpoint is that row (state + message count), not a copy of the conversation.
+ */
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
+  {
+    version: 1,
+    name: 'sessions, commits, messages, runs, journal, usage, streams',
+    // A session has a small integer `sid` to keep the index entries of its rows small. Messages and
+    // commits are rowid tables appended at the end, with a (sid, n) index: on a WAL database a commit costs
+    // about one page write per page it dirties, and appends share the last pages across sessions (and
+    // across the commits that group commit puts in one transaction) instead of splitting pages in the
+    // middle of a tree.
+    sql: `
+      CREATE TABLE sessions (
+        sid INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL UNIQUE,
+        record_version INTEGER NOT NULL,
+        agent_type TEXT NOT NULL,
+        parent_session_id TEXT,
+        current_run_id TEXT,
+        turn TEXT,
+        resume_count INTEGER NOT NULL
+      );
+      CREATE TABLE commits (
+        id INTEGER PRIMARY KEY,
+        sid INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        run_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        message_count INTEGER NOT NULL,
+        step_count INTEGER NOT NULL,
+        run_step_count INTEGER NOT NULL,
+        run_steps TEXT NOT NULL,
+        state TEXT,
+        state_ref INTEGER,
+        checkpoint TEXT,
+        usage TEXT,
+        committed_at INTEGER NOT NULL
+      );
+      CREATE UNIQUE INDEX commits_by_session ON commits (sid, version);
+      CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        sid INTEGER NOT NULL,
+        idx INTEGER NOT NULL,
+        body TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX messages_by_session ON messages (sid, idx);
+      CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        record_version INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        agent_type TEXT NOT NULL,
+        status TEXT NOT NULL,
+        signal TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        ended_at INTEGER,
+        step_count INTEGER NOT NULL,
+        output TEXT,
+        error TEXT,
+        suspension TEXT,
+        epoch INTEGER NOT NULL,
+        lease_owner TEXT NOT NULL,
+        lease_expires_at INTEGER NOT NULL,
+        options TEXT NOT NULL
+      );
+      CREATE INDEX runs_running_by_lease ON runs (lease_expires_at) WHERE status = 'running';
+      CREATE TABLE journal (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        epoch INTEGER NOT NULL,
+        step_index INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        data TEXT,
+        at INTEGER NOT NULL,
+        UNIQUE (run_id, key)
+      );
+      CREATE INDEX journal_by_step ON journal (run_id, step_index);
+      CREATE TABLE usage (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        body TEXT NOT NULL
+      );
+      CREATE INDEX usage_by_session ON usage (session_id);
+      CREATE INDEX usage_by_run ON usage (run_id);
+      CREATE TABLE stream_owners (
+        stream_id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        next_seq INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE TABLE stream_chunks (
+        stream_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        run_id TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (stream_id, seq)
+      ) WITHOUT ROWID;
+    `,
+  },
+];
+
+/** The schema version this code writes: the last migration's. */
+export const SQLITE_SCHEMA_VERSION: number = SQLITE_MIGRATIONS.at(-1)?.version ?? 0;
+
+/** The version stamped on every session and run row; a row with a higher one was written by newer code. */
+export const SQLITE_RECORD_VERSION = 1;
+
+/** The error for a database (or a record in it) written by a newer helix-agents. */
+export function schemaTooNew(what: string, found: number, supported: number, path: string): AgentError {
+  return new AgentError(
+    'state_schema_too_new',
+    `The SQLite ${what} at ${path} has schema version ${found}, newer than the ${supported} this helix-agents supports. Upgrade @helix-agents/store-sqlite, or use another database file.`,
+    { details: { path, found, supported } },
+  );
+}
+
+/**
+ * Brings the database up to {@link SQLITE_SCHEMA_VERSION}, or refuses it with `state_schema_too_new`
+ * when a newer version wrote it. Safe to run twice and by two processes at once: it runs in one
+ * BEGIN IMMEDIATE transaction (the second process waits for the first, then finds nothing to do).
+ * Returns the migrations it applied.
+ */
+export function migrateSqlite(db: BetterSqlite3.Database, migrations: readonly SqliteMigration[] = SQLITE_MIGRATIONS): readonly SqliteMigration[] {
+  const latest = migrations.at(-1)?.version ?? 0;
+  const run = db.transaction((): SqliteMigration[] => {
+    db.exec('CREATE TABLE IF NOT EXISTS helix_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+    const current = (db.prepare('SELECT max(version) FROM helix_migrations').pluck().get() as number | null) ?? 0;
+    if (current > latest) throw schemaTooNew('database', current, latest, db.name);
+    const applied: SqliteMigration[] = [];
+    const record = db.prepare('INSERT INTO helix_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+    for (const migration of migrations) {
+      if (migration.version <= current) continue;
+      db.exec(migration.sql);
+      record.run(migration.version, migration.name, Date.now());
+      applied.push(migration);
+    }
+    return applied;
+  });
+  return run.immediate();
+}
+
+/** The highest migration recorded in the database (0 for an empty one). */
+export function sqliteSchemaVersion(db: BetterSqlite3.Database): number {
+  const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'helix_migrations'").get();
+  if (exists === undefined) return 0;
+  return (db.prepare('SELECT max(version) FROM helix_migrations').pluck().get() as number | null) ?? 0;
+}

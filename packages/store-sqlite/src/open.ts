@@ -1,0 +1,35 @@
+import type { SqliteDatabaseOptions } from './database.js';
+import { SqliteDatabase } from './database.js';
+import { SqliteStateStore } from './state-store.js';
+import { SqliteStreamManager } from './stream-manager.js';
+
+/** Options of {@link openSqliteStores}. */
+export interface SqliteStoresOptions extends SqliteDatabaseOptions {
+  /** How often a following stream reader polls for chunks written by other processes (default 20 ms). */
+  readonly pollIntervalMs?: number;
+}
+
+/** The three stores on one SQLite connection. */
+export interface SqliteStores {
+  /** The state store; it is also `usageStore`, so usage is recorded in the commit of its step. */
+  readonly stateStore: SqliteStateStore;
+  readonly streamManager: SqliteStreamManager;
+  /** The same object as `stateStore` (pass both to the executor to get atomic usage). */
+  readonly usageStore: SqliteStateStore;
+  /** The shared connection. */
+  readonly database: SqliteDatabase;
+  /** Flushes pending stream writes, ends following readers and closes the connection. */
+  close(): void;
+}
+
+/**
+ * Opens (creating and migrating it if needed) a SQLite database — `.helix/helix.db` under the working
+ * directory by default — and returns the state, stream and usage stores on it. Throws an AgentError
+ * `state_schema_too_new` when a newer helix-agents wrote the file.
+ */
+export function openSqliteStores(options: SqliteStoresOptions = {}): SqliteStores {
+  const database = SqliteDatabase.open(options);
+  const stateStore = new SqliteStateStore(database);
+  const streamManager = new SqliteStreamManager(database, options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs });
+  return { stateStore, streamManager, usageStore: stateStore, database, close: () => database.close() };
+}

@@ -1,0 +1,200 @@
+import { AgentError, isTerminalChunk } from '@helix-agents/sdk';
+import type { StreamChunk, StreamChunkInput, StreamManager, StreamReadOptions, StreamWriter } from '@helix-agents/sdk';
+import type { SqliteDatabase } from './database.js';
+import { deferred, handleOf, immediate } from './database.js';
+
+/** Options of {@link SqliteStreamManager}. */
+export interface SqliteStreamManagerOptions {
+  /**
+   * How often a following reader looks for chunks written by another connection or process (default
+   * 20 ms). Chunks written through this manager wake its readers at once.
+   */
+  readonly pollIntervalMs?: number;
+}
+
+interface ChunkRow {
+  seq: number;
+  run_id: string;
+  body: string;
+}
+
+interface PendingWrite {
+  readonly streamId: string;
+  readonly runId: string;
+  readonly body: string;
+  readonly resolve: (written: boolean) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** How many chunks a reader fetches per query. */
+const PAGE = 500;
+
+/**
+ * The SQLite {@link StreamManager}: chunks in `stream_chunks (stream_id, seq)`, the claim in
+ * `stream_owners`. A write checks the claim in the same transaction that appends the chunk, so a
+ * superseded writer in any process writes nothing. Writes issued in the same tick are committed
+ * together in one transaction, in call order (text deltas are written without waiting). Followers poll
+ * for other processes' chunks and are woken at once by this manager's own writes.
+ */
+export class SqliteStreamManager implements StreamManager {
+  /** The database this manager writes. */
+  readonly database: SqliteDatabase;
+  readonly #pollIntervalMs: number;
+  readonly #claim: (streamId: string, runId: string) => number;
+  readonly #writeBatch: (batch: readonly PendingWrite[]) => boolean[];
+  readonly #readPage: (streamId: string, fromSeq: number) => { owner: string | undefined; rows: ChunkRow[] };
+  /** The run that last claimed each stream through this manager (a claim elsewhere is seen on the next write). */
+  readonly #claims = new Map<string, string>();
+  readonly #waiters = new Map<string, Set<() => void>>();
+  #pending: PendingWrite[] = [];
+  #flushScheduled = false;
+
+  constructor(database: SqliteDatabase, options: SqliteStreamManagerOptions = {}) {
+    this.database = database;
+    this.#pollIntervalMs = Math.max(1, options.pollIntervalMs ?? 20);
+    const db = handleOf(database);
+    const upsertOwner = db
+      .prepare<[string, string], number>(
+        'INSERT INTO stream_owners (stream_id, run_id, next_seq) VALUES (?, ?, 0) ON CONFLICT (stream_id) DO UPDATE SET run_id = excluded.run_id RETURNING next_seq',
+      )
+      .pluck();
+    const owner = db.prepare<[string], { run_id: string; next_seq: number }>('SELECT run_id, next_seq FROM stream_owners WHERE stream_id = ?');
+    const ownerId = db.prepare<[string], string>('SELECT run_id FROM stream_owners WHERE stream_id = ?').pluck();
+    const insertChunk = db.prepare<[string, number, string, string]>('INSERT INTO stream_chunks (stream_id, seq, run_id, body) VALUES (?, ?, ?, ?)');
+    const setNext = db.prepare<[number, string]>('UPDATE stream_owners SET next_seq = ? WHERE stream_id = ?');
+    const page = db.prepare<[string, number, number], ChunkRow>('SELECT seq, run_id, body FROM stream_chunks WHERE stream_id = ? AND seq >= ? ORDER BY seq LIMIT ?');
+    this.#claim = immediate(db, (streamId: string, runId: string) => upsertOwner.get(streamId, runId)!);
+    this.#writeBatch = immediate(db, (batch: readonly PendingWrite[]) => {
+      const streams = new Map<string, { runId: string; next: number; start: number } | null>();
+      const results: boolean[] = [];
+      for (const write of batch) {
+        let stream = streams.get(write.streamId);
+        if (stream === undefined) {
+          const row = owner.get(write.streamId);
+          stream = row ? { runId: row.run_id, next: row.next_seq, start: row.next_seq } : null;
+          streams.set(write.streamId, stream);
+        }
+        if (stream === null || stream.runId !== write.runId) {
+          results.push(false);
+          continue;
+        }
+        insertChunk.run(write.streamId, stream.next++, write.runId, write.body);
+        results.push(true);
+      }
+      for (const [streamId, stream] of streams) if (stream && stream.next !== stream.start) setNext.run(stream.next, streamId);
+      return results;
+    });
+    // One snapshot: the owner and the chunks are read together, so "the run lost the stream and every chunk of it was read" is exact.
+    this.#readPage = deferred(db, (streamId: string, fromSeq: number) => ({ owner: ownerId.get(streamId), rows: page.all(streamId, fromSeq, PAGE) }));
+    database.onClose(() => {
+      this.#flush();
+      for (const set of this.#waiters.values()) for (const wake of [...set]) wake();
+    });
+  }
+
+  async claim(streamId: string, runId: string): Promise<StreamWriter> {
+    // Writes issued before the claim keep their place in call order.
+    this.#flush();
+    const startSeq = this.#claim(streamId, runId);
+    this.#claims.set(streamId, runId);
+    this.#wake(streamId);
+    let lost = false;
+    const claims = this.#claims;
+    return {
+      startSeq,
+      get owned() {
+        return !lost && claims.get(streamId) === runId;
+      },
+      write: async (chunk: StreamChunkInput) => {
+        if (lost || claims.get(streamId) !== runId) return false;
+        const written = await this.#enqueue(streamId, runId, JSON.stringify(chunk));
+        if (!written) lost = true;
+        return written;
+      },
+    };
+  }
+
+  async *read(streamId: string, options: StreamReadOptions = {}): AsyncIterable<StreamChunk> {
+    const follow = options.follow ?? true;
+    const runId = options.untilRunEnds;
+    let seq = Math.max(0, options.fromSeq ?? 0);
+    for (;;) {
+      if (this.database.closed) return;
+      this.#flush();
+      const { owner, rows } = this.#readPage(streamId, seq);
+      for (const row of rows) {
+        seq = row.seq + 1;
+        if (runId !== undefined && row.run_id !== runId) continue;
+        const chunk = { ...(JSON.parse(row.body) as StreamChunkInput), seq: row.seq } as StreamChunk;
+        yield chunk;
+        if (runId !== undefined && isTerminalChunk(chunk)) return;
+      }
+      if (rows.length === PAGE) continue;
+      if (!follow || options.signal?.aborted) return;
+      // The run lost the stream and we have read all it wrote: nothing more will come.
+      if (runId !== undefined && owner !== runId) return;
+      await this.#wait(streamId, options.signal);
+    }
+  }
+
+  #enqueue(streamId: string, runId: string, body: string): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.#pending.push({ streamId, runId, body, resolve, reject });
+      if (!this.#flushScheduled) {
+        this.#flushScheduled = true;
+        queueMicrotask(() => this.#flush());
+      }
+    });
+  }
+
+  /** Commits the queued writes in one transaction, in call order. */
+  #flush(): void {
+    this.#flushScheduled = false;
+    if (this.#pending.length === 0) return;
+    const batch = this.#pending;
+    this.#pending = [];
+    let results: boolean[];
+    try {
+      results = this.#writeBatch(batch);
+    } catch (error) {
+      const failure = AgentError.isInstance(error)
+        ? error
+        : new AgentError('stream_closed', `SQLite could not write to the stream: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      for (const write of batch) write.reject(failure);
+      return;
+    }
+    const touched = new Set<string>();
+    batch.forEach((write, i) => {
+      write.resolve(results[i] === true);
+      touched.add(write.streamId);
+    });
+    for (const streamId of touched) this.#wake(streamId);
+  }
+
+  #wake(streamId: string): void {
+    const set = this.#waiters.get(streamId);
+    if (set) for (const wake of [...set]) wake();
+  }
+
+  /** Waits for a local write, the next poll, or the abort of the reader (never a busy loop). */
+  #wait(streamId: string, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let set = this.#waiters.get(streamId);
+      if (!set) {
+        set = new Set();
+        this.#waiters.set(streamId, set);
+      }
+      const waiters = set;
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        waiters.delete(done);
+        if (waiters.size === 0 && this.#waiters.get(streamId) === waiters) this.#waiters.delete(streamId);
+        resolve();
+      };
+      const timer = setTimeout(done, this.#pollIntervalMs);
+      signal?.addEventListener('abort', done, { once: true });
+      waiters.add(done);
+    });
+  }
+}

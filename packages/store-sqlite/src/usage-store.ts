@@ -1,0 +1,73 @@
+import { rollupUsage } from '@helix-agents/sdk';
+import type { UsageEntry, UsageFilter, UsageRollup, UsageStore } from '@helix-agents/sdk';
+import type BetterSqlite3 from 'better-sqlite3';
+import type { SqliteDatabase } from './database.js';
+import { deferred, handleOf, immediate } from './database.js';
+
+/**
+ * Usage lives in two places: entries recorded with a commit are a column of that commit's row (no
+ * extra row or index to write on the hot path); entries recorded on their own (`record`) are rows of
+ * the `usage` table. A rollup folds both, exactly as {@link rollupUsage} does.
+ */
+export class UsageTable {
+  readonly #insert: BetterSqlite3.Statement<[string, string, string]>;
+  readonly #recordMany: (entries: readonly UsageEntry[]) => void;
+  readonly #rollup: (filter: UsageFilter) => UsageEntry[];
+
+  constructor(db: BetterSqlite3.Database) {
+    this.#insert = db.prepare<[string, string, string]>('INSERT INTO usage (session_id, run_id, body) VALUES (?, ?, ?)');
+    const standaloneAll = db.prepare<[], string>('SELECT body FROM usage ORDER BY id').pluck();
+    const standaloneBySession = db.prepare<[string], string>('SELECT body FROM usage WHERE session_id = ? ORDER BY id').pluck();
+    const standaloneByRun = db.prepare<[string], string>('SELECT body FROM usage WHERE run_id = ? ORDER BY id').pluck();
+    const committedAll = db.prepare<[], string>('SELECT usage FROM commits WHERE usage IS NOT NULL ORDER BY id').pluck();
+    const committedOfSession = db.prepare<[number], string>('SELECT usage FROM commits WHERE sid = ? AND usage IS NOT NULL ORDER BY version').pluck();
+    const sidOfSession = db.prepare<[string], number>('SELECT sid FROM sessions WHERE session_id = ?').pluck();
+    const sidOfRun = db.prepare<[string], number>('SELECT s.sid FROM runs r JOIN sessions s ON s.session_id = r.session_id WHERE r.run_id = ?').pluck();
+    this.#recordMany = immediate(db, (entries: readonly UsageEntry[]) => this.insert(entries));
+    this.#rollup = deferred(db, (filter: UsageFilter) => {
+      // A run's committed usage is in its session's commits rows; a session's, in its own.
+      const sid = filter.sessionId !== undefined ? sidOfSession.get(filter.sessionId) : filter.runId !== undefined ? sidOfRun.get(filter.runId) : undefined;
+      const entries: UsageEntry[] = [];
+      const committed = filter.sessionId === undefined && filter.runId === undefined ? committedAll.all() : sid === undefined ? [] : committedOfSession.all(sid);
+      for (const usage of committed) entries.push(...(JSON.parse(usage) as UsageEntry[]));
+      const standalone = filter.runId !== undefined ? standaloneByRun.all(filter.runId) : filter.sessionId !== undefined ? standaloneBySession.all(filter.sessionId) : standaloneAll.all();
+      for (const body of standalone) entries.push(JSON.parse(body) as UsageEntry);
+      return entries.filter((e) => (filter.sessionId === undefined || e.sessionId === filter.sessionId) && (filter.runId === undefined || e.runId === filter.runId));
+    });
+  }
+
+  /** Inserts entries in their own transaction. */
+  record(entries: readonly UsageEntry[]): void {
+    this.#recordMany(entries);
+  }
+
+  /** Inserts entries inside the caller's transaction. */
+  insert(entries: readonly UsageEntry[]): void {
+    for (const entry of entries) this.#insert.run(entry.sessionId, entry.runId, JSON.stringify(entry));
+  }
+
+  /** Folds the matching entries exactly as {@link rollupUsage} does. */
+  rollup(filter: UsageFilter): UsageRollup {
+    return rollupUsage(this.#rollup(filter));
+  }
+}
+
+/** A standalone SQLite {@link UsageStore} (the SqliteStateStore is one too, and records usage atomically with commits). */
+export class SqliteUsageStore implements UsageStore {
+  /** The database this store writes. */
+  readonly database: SqliteDatabase;
+  readonly #table: UsageTable;
+
+  constructor(database: SqliteDatabase) {
+    this.database = database;
+    this.#table = new UsageTable(handleOf(database));
+  }
+
+  async record(entries: readonly UsageEntry[]): Promise<void> {
+    if (entries.length > 0) this.#table.record(entries);
+  }
+
+  async getRollup(filter: UsageFilter = {}): Promise<UsageRollup> {
+    return this.#table.rollup(filter);
+  }
+}
