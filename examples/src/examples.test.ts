@@ -1,9 +1,13 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCompleteExample } from './complete-example.js';
 import { PATTERNS, runPattern } from './patterns/run.js';
 
-// An environment without provider settings, so the examples play their scripts whatever the machine has set.
-const scriptedEnv: NodeJS.ProcessEnv = {};
+// An environment without provider settings, so the examples play their scripts whatever the machine has
+// set, and a database of its own.
+const scriptedEnv: NodeJS.ProcessEnv = { HELIX_DB: join(mkdtempSync(join(tmpdir(), 'helix-demo-')), 'demo.db') };
 
 describe('examples run on the scripted model', () => {
   it('the Complete Example (the demo) shows hooks, streamed text, the output and the usage rollup', async () => {
@@ -12,12 +16,14 @@ describe('examples run on the scripted model', () => {
     expect(result.status).toBe('completed');
     expect(result.output?.sources).toHaveLength(3);
     expect(result.state.searchCount).toBe(3);
-    expect(out).toContain('[hook] [session-123] Starting research agent');
+    expect(out).toMatch(/\[hook\] \[session-\w+\] Starting research agent/);
+    expect(out).toContain('store: SQLite at');
     expect(out).toContain('model> Let me start with the basics.');
-    expect(out).toContain('[hook] [session-123] search: OK');
+    expect(out).toMatch(/\[hook\] \[session-\w+\] search: OK/);
     expect(out).toContain('[hook] State updated by tool');
     expect(out).toContain('Completed in 3 steps');
     expect(out).toContain('Final output:');
+    expect(out).toMatch(/Stream \(session [\w-]+\): \d+ chunks recorded \(1 run_started/);
     expect(usage?.toolStats.totalCalls).toBe(3);
     expect(out).toContain(`Usage: ${usage?.tokens.total} tokens`);
   });
