@@ -104,6 +104,38 @@ describe('beforeLLMCall steering (C3, C4, D11)', () => {
   });
 });
 
+describe('ctx.updateMessages: a persistent edit of the conversation (C4)', () => {
+  it('rows a hook appends fire onMessage, reach the model and land in the step commit', async () => {
+    const { executor, stateStore } = setup();
+    const model = createScriptedModel([{ text: 'answered with memory' }]);
+    const rec = createHookRecorder({ points: ['onMessage'] });
+    const agent = textAgent([], {
+      llmConfig: { model },
+      hooks: {
+        beforeLLMCall: async (_p, ctx) => {
+          if (ctx.stepCount === 0) await ctx.updateMessages((rows) => void rows.push({ role: 'user', content: 'Memory: the user prefers short answers.' }));
+        },
+      },
+    });
+    const handle = await executor.execute(agent, 'hello', { hooks: rec.hooks });
+    await handle.result();
+    const stored = (await stateStore.loadSession(handle.sessionId))!.messages;
+    expect(stored.map((m) => m.content)).toEqual(['hello', 'Memory: the user prefers short answers.', 'answered with memory']);
+    expect(rec.of('onMessage').map((c) => (c.payload as { messageIndex: number }).messageIndex)).toEqual([0, 1, 2]);
+    expect(JSON.stringify(model.calls[0]!.prompt)).toContain('prefers short answers');
+  });
+
+  it('committed rows cannot be changed or removed: the hook fails with a clear error', async () => {
+    const { executor } = setup();
+    const agent = textAgent([{ text: 'x' }], {
+      hooks: { beforeLLMCall: (_p, ctx) => ctx.updateMessages((rows) => void rows.splice(0, 1)) },
+    });
+    const result = await (await executor.execute(agent, 'hello')).result();
+    expect(result.error?.code).toBe('hook_failed');
+    expect(result.error?.message).toContain('not change or remove committed rows');
+  });
+});
+
 describe('beforeTool and afterTool steering (C13, C16, D4)', () => {
   it('rule 218 / D4: { block } skips the tool, the model gets the reason as an error result, afterTool fires with blocked: true, the loop goes on', async () => {
     const { executor, stateStore, streamManager } = setup();

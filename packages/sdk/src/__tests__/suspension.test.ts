@@ -1,4 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   AgentError,
@@ -8,11 +11,14 @@ import {
   InMemoryStreamManager,
   JSAgentExecutor,
   type AgentSuspendedHookContext,
+  type StateStore,
+  type StreamManager,
   type Message,
   type StreamChunk,
   type ToolResultMessage,
 } from '../index.js';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
+import { openSqliteStores } from '@helix-agents/store-sqlite';
 import { createHookRecorder, createScriptedModel, type ScriptedStep } from '../testing/index.js';
 import { collect, CounterState, incrementTool, memoryLogger, type Counter } from './harness.js';
 
@@ -39,13 +45,31 @@ function hitlAgent(steps: ScriptedStep[], hooks = {}) {
   });
 }
 
-function world(options: { approvalSecret?: string } = {}) {
-  const stateStore = new InMemoryStateStore();
-  const streamManager = new InMemoryStreamManager();
+type StoreKind = 'memory' | 'sqlite';
+const opened: { close(): void }[] = [];
+afterAll(() => {
+  for (const stores of opened) stores.close();
+});
+
+/**
+ * Stores and an executor factory. On SQLite every make() opens a new connection to the same file, so an
+ * executor made after a suspension starts from the database alone, as a restarted process would.
+ */
+function world(kind: StoreKind, options: { approvalSecret?: string } = {}) {
   const logger = memoryLogger();
-  const make = (agents: ReturnType<typeof hitlAgent>[] = []) =>
-    new JSAgentExecutor(stateStore, streamManager, new VercelAIAdapter(), { logger, agents: agents as never, ...options });
-  return { stateStore, streamManager, logger, make };
+  const path = join(mkdtempSync(join(tmpdir(), 'helix-hitl-')), 'hitl.db');
+  const open = (): { stateStore: StateStore; streamManager: StreamManager } => {
+    if (kind === 'memory') return { stateStore: new InMemoryStateStore(), streamManager: new InMemoryStreamManager() };
+    const stores = openSqliteStores({ path });
+    opened.push(stores);
+    return stores;
+  };
+  const first = open();
+  const make = (agents: ReturnType<typeof hitlAgent>[] = []) => {
+    const stores = kind === 'memory' ? first : open();
+    return new JSAgentExecutor(stores.stateStore, stores.streamManager, new VercelAIAdapter(), { logger, agents: agents as never, ...options });
+  };
+  return { stateStore: first.stateStore, streamManager: first.streamManager, logger, make };
 }
 
 const signals = (rec: ReturnType<typeof createHookRecorder>) =>
@@ -53,9 +77,9 @@ const signals = (rec: ReturnType<typeof createHookRecorder>) =>
     .filter((c) => ['onAgentStart', 'onAgentResumed', 'onAgentRetry'].includes(c.point))
     .map((c) => (c.point === 'onAgentStart' ? `onAgentStart:${String((c.payload as { startSignal: boolean }).startSignal)}` : c.point));
 
-describe('suspension boundaries (D10, rules 93–99, C17)', () => {
+describe.each<StoreKind>(['memory', 'sqlite'])('suspension boundaries on %s (D10, rules 93–99, C17)', (kind) => {
   it('a client tool suspends the run: beforeTool and its frame, the suspension commit, onAgentSuspended, then the stream pause', async () => {
-    const { make, stateStore } = world();
+    const { make, stateStore } = world(kind);
     const order: string[] = [];
     const agent = hitlAgent([{ toolCalls: [{ name: 'ask_user', args: { question: 'Which file?' }, id: 'q1' }] }, { text: 'thanks' }], {
       beforeTool: () => void order.push('beforeTool'),
@@ -79,7 +103,7 @@ describe('suspension boundaries (D10, rules 93–99, C17)', () => {
   });
 
   it('submitToolResult resumes in a fresh run (after a restart: a new executor on the same store); onAgentResumed is its start signal', async () => {
-    const { make, stateStore } = world();
+    const { make, stateStore } = world(kind);
     const agent = hitlAgent([{ toolCalls: [{ name: 'ask_user', args: { question: 'Which file?' }, id: 'q1' }] }, { text: 'deleting notes.txt' }]);
     const first = await make().execute(agent, 'clean up', { sessionId: 's2' });
     await first.result();
@@ -98,7 +122,7 @@ describe('suspension boundaries (D10, rules 93–99, C17)', () => {
   });
 
   it('an approval: the run suspends with a tool_approval_request frame (reason client_tool, C17); approve() with edited arguments runs the tool', async () => {
-    const { make, stateStore } = world();
+    const { make, stateStore } = world(kind);
     const agent = hitlAgent([{ toolCalls: [{ name: 'delete_file', args: { path: '/tmp/a' }, id: 'd1' }] }, { text: 'done' }]);
     const executor = make([agent]);
     const first = await executor.execute(agent, 'delete it', { sessionId: 's3' });
@@ -114,7 +138,7 @@ describe('suspension boundaries (D10, rules 93–99, C17)', () => {
   });
 
   it('reject() sends the reason to the model as permission_denied and the tool never runs', async () => {
-    const { make, stateStore } = world();
+    const { make, stateStore } = world(kind);
     const agent = hitlAgent([{ toolCalls: [{ name: 'delete_file', args: { path: '/etc' }, id: 'd1' }] }, { text: 'ok, I will not' }]);
     const executor = make([agent]);
     await (await executor.execute(agent, 'delete it', { sessionId: 's4' })).result();
@@ -129,7 +153,7 @@ describe('suspension boundaries (D10, rules 93–99, C17)', () => {
   });
 
   it('signed approvals: a decision must carry the HMAC over session, call id and arguments; a replayed or missing signature is refused', async () => {
-    const { make } = world({ approvalSecret: 'test-secret' });
+    const { make } = world(kind, { approvalSecret: 'test-secret' });
     const agent = hitlAgent([{ toolCalls: [{ name: 'delete_file', args: { path: '/tmp/a' }, id: 'd1' }] }, { text: 'done' }]);
     const executor = make([agent]);
     const first = await executor.execute(agent, 'delete', { sessionId: 's5' });
@@ -144,7 +168,7 @@ describe('suspension boundaries (D10, rules 93–99, C17)', () => {
   });
 
   it('a submission for a call that is not pending, or a second one for the same call, is refused with a clear error and changes nothing', async () => {
-    const { make, stateStore } = world();
+    const { make, stateStore } = world(kind);
     const agent = hitlAgent([{ toolCalls: [{ name: 'ask_user', args: { question: 'a?' }, id: 'q1' }] }, { text: 'done' }]);
     const executor = make([agent]);
     await (await executor.execute(agent, 'go', { sessionId: 's6' })).result();
@@ -159,7 +183,7 @@ describe('suspension boundaries (D10, rules 93–99, C17)', () => {
   });
 
   it('answering one of two pending calls suspends the new run again at once; the second answer continues', async () => {
-    const { make } = world();
+    const { make } = world(kind);
     const agent = hitlAgent([
       { toolCalls: [{ name: 'ask_user', args: { question: 'a?' }, id: 'q1' }, { name: 'ask_user', args: { question: 'b?' }, id: 'q2' }] },
       { text: 'both answered' },
@@ -174,7 +198,7 @@ describe('suspension boundaries (D10, rules 93–99, C17)', () => {
   });
 
   it('awaiting_children: a tool waits for child sessions; onAgentSuspended lists them; the resumed run gets their outcomes', async () => {
-    const { make } = world();
+    const { make } = world(kind);
     const child = hitlAgent([{ text: 'child result' }]);
     let childSession = '';
     const delegate = defineTool({
@@ -204,9 +228,9 @@ describe('suspension boundaries (D10, rules 93–99, C17)', () => {
   });
 });
 
-describe('start signals: exactly one per run, as the spec table says (rules 15–23, 101–114)', () => {
+describe.each<StoreKind>(['memory', 'sqlite'])('start signals on %s: exactly one per run, as the spec table says (rules 15–23, 101–114)', (kind) => {
   it('execute() and a chat send fire onAgentStart(startSignal true)', async () => {
-    const { make } = world();
+    const { make } = world(kind);
     const agent = hitlAgent([{ text: 'one' }, { text: 'two' }]);
     const executor = make();
     const rec = createHookRecorder();
@@ -216,7 +240,7 @@ describe('start signals: exactly one per run, as the spec table says (rules 15�
   });
 
   it('a with_message resume starts a new turn (onAgentStart true) and cancels the calls the suspended run waited on', async () => {
-    const { make, stateStore } = world();
+    const { make, stateStore } = world(kind);
     const agent = hitlAgent([{ toolCalls: [{ name: 'ask_user', args: { question: 'a?' }, id: 'q1' }] }, { text: 'new turn' }]);
     const executor = make([agent]);
     await (await executor.execute(agent, 'go', { sessionId: 't2' })).result();
@@ -232,7 +256,7 @@ describe('start signals: exactly one per run, as the spec table says (rules 15�
   });
 
   it('a continue / with_confirmation resume fires onAgentResumed (previousRunId always set) and no onAgentStart; its errors are logged', async () => {
-    const { make, logger } = world();
+    const { make, logger } = world(kind);
     const agent = hitlAgent([{ toolCalls: [{ name: 'delete_file', args: { path: 'x' }, id: 'd1' }] }, { text: 'ok' }]);
     const executor = make([agent]);
     const first = await executor.execute(agent, 'go', { sessionId: 't3' });
@@ -248,7 +272,7 @@ describe('start signals: exactly one per run, as the spec table says (rules 15�
   });
 
   it('from_checkpoint rewinds to a listed checkpoint and fires onAgentResumed with resumedFromCheckpointId; state and rows are restored', async () => {
-    const { make, stateStore } = world();
+    const { make, stateStore } = world(kind);
     const agent = hitlAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, { toolCalls: [{ name: 'increment', args: { by: 10 } }] }, { text: 'first' }, { text: 'rewound' }]);
     const executor = make([agent]);
     const first = await executor.execute(agent, 'go', { sessionId: 't4' });
@@ -266,7 +290,7 @@ describe('start signals: exactly one per run, as the spec table says (rules 15�
   });
 
   it('rule 22: a rewind before the turn\'s start commit owes the start work: onAgentStart(startSignal false) and onMessage re-fires for the turn input', async () => {
-    const { make } = world();
+    const { make } = world(kind);
     const agent = hitlAgent([{ text: 'a' }, { text: 'b' }]);
     const executor = make([agent]);
     await (await executor.execute(agent, 'the input', { sessionId: 't5' })).result();
@@ -277,7 +301,7 @@ describe('start signals: exactly one per run, as the spec table says (rules 15�
   });
 
   it('retry() fires onAgentRetry after its run-start commit and before its first step; a turn whose start committed does not run it again', async () => {
-    const { make, stateStore } = world();
+    const { make, stateStore } = world(kind);
     const agent = hitlAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, { error: { status: 401 } }, { text: 'retried' }]);
     const executor = make([agent]);
     const failed = await executor.execute(agent, 'go', { sessionId: 't6' });
@@ -296,7 +320,7 @@ describe('start signals: exactly one per run, as the spec table says (rules 15�
   });
 
   it('rule 113: a retry whose restored state owes the start work runs onAgentStart(false) after onAgentRetry; a retry message is appended', async () => {
-    const { make, stateStore } = world();
+    const { make, stateStore } = world(kind);
     let starts = 0;
     const agent = hitlAgent([{ text: 'after retry' }], {
       onAgentStart: () => {
@@ -318,7 +342,7 @@ describe('start signals: exactly one per run, as the spec table says (rules 15�
   });
 
   it('retry() refuses a session whose run did not fail, and resume() one that is not suspended', async () => {
-    const { make } = world();
+    const { make } = world(kind);
     const agent = hitlAgent([{ text: 'ok' }]);
     const executor = make([agent]);
     await (await executor.execute(agent, 'go', { sessionId: 't8' })).result();

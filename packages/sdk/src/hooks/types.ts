@@ -47,6 +47,13 @@ export interface HookContext<TState = unknown, TOutput = unknown> {
   getState(): TState;
   /** Changes the custom state through an Immer draft; persisted with the commit of the work the hook belongs to. */
   updateState(updater: (draft: Draft<TState>) => void): void;
+  /**
+   * Edits the conversation persistently (C4): the updater gets a copy of the conversation; rows of the
+   * current step may be replaced and new rows appended (they fire onMessage and land in the step
+   * commit). Committed rows cannot change and rows cannot be removed: for a one-call rewrite of earlier
+   * rows, return `{ messages }` from beforeLLMCall instead.
+   */
+  updateMessages(updater: (messages: Message[]) => void): Promise<void>;
   /** Emits a chunk on the run's stream. */
   emit(chunk: EmittableChunk): Promise<void>;
   /** Emits `{ type: 'custom', eventName, data }` on the run's stream. */

@@ -1,6 +1,6 @@
 import { applyPatches, enablePatches, freeze, produceWithPatches, type Patch } from 'immer';
 import type { AgentConfig } from '../define.js';
-import { AgentError, HookError, RunSupersededError, type AgentErrorInfo } from '../errors.js';
+import { AgentError, ConfigError, HookError, RunSupersededError, type AgentErrorInfo } from '../errors.js';
 import type { HookEntry, HookManager } from '../hooks/manager.js';
 import type { AgentHooks, Draft, EmittableChunk, HookContext, HookPoint, StateChangeSource } from '../hooks/types.js';
 import type { Message } from '../messages.js';
@@ -444,6 +444,22 @@ class HookCallContext implements HookContext<unknown, unknown> {
 
   updateState(updater: (draft: Draft<unknown>) => void): void {
     this.run.updateState(updater, 'hook', this.scope);
+  }
+
+  async updateMessages(updater: (messages: Message[]) => void): Promise<void> {
+    const run = this.run;
+    const before = run.messages.length;
+    const committed = before - run.pending.length;
+    const draft = run.messages.slice();
+    updater(draft);
+    const touchesCommitted = draft.length < before || draft.slice(0, committed).some((m, i) => m !== run.messages[i]);
+    if (touchesCommitted) {
+      throw new ConfigError(
+        `updateMessages() may replace rows of the current step and append rows, not change or remove committed rows (${committed} are committed); return { messages } from beforeLLMCall to rewrite earlier rows for one call.`,
+      );
+    }
+    for (let i = committed; i < before; i++) if (draft[i] !== run.messages[i]) run.replaceMessage(i, draft[i] as Message);
+    for (let i = before; i < draft.length; i++) await run.appendMessage(draft[i] as Message, this.scope);
   }
 
   async emit(chunk: EmittableChunk): Promise<void> {
