@@ -74,6 +74,7 @@ export const ERROR_CODES = {
   state_run_superseded: { layer: 'run', severity: 'info', retryable: false, hint: 'Another run took over this session; follow that run instead.' },
   state_commit_failed: { layer: 'transport', severity: 'fatal', retryable: true, hint: 'The state store refused or lost a write; check the store and retry the run.' },
   state_not_found: { layer: 'run', severity: 'error', retryable: false },
+  state_conflict: { layer: 'run', severity: 'error', retryable: true, hint: 'The session changed while this call was on its way (another resume or run came first); reload it and try again.' },
   state_run_not_recoverable: { layer: 'run', severity: 'error', retryable: false, hint: 'The run is not running, not current, or its lease has not expired yet.' },
   state_schema_too_new: { layer: 'transport', severity: 'fatal', retryable: false, hint: 'The database was written by a newer helix-agents; upgrade this process before opening it.' },
   tool_interrupted: { layer: 'tool', severity: 'error', retryable: false, hint: 'The process running this tool stopped before its result was recorded; it was not run again because it has side effects.' },

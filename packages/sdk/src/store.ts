@@ -176,6 +176,12 @@ export interface BeginRunRequest {
    * turn's input rows, the turn's start commit is discarded (startCommitted becomes false).
    */
   readonly restoreCheckpointId?: string;
+  /**
+   * A precondition checked inside K1: the session's current run must be this one, with this status
+   * (e.g. the suspended run a resume answers). Otherwise nothing is written and K1 throws an AgentError
+   * `state_conflict`, so two concurrent resumes cannot both deliver the same answers.
+   */
+  readonly expect?: { readonly currentRunId: string | undefined; readonly status: RunStatus };
   /** Opens a new turn with these input rows; absent when the run continues the current turn. */
   readonly newTurn?: { readonly turnId: string; readonly input: readonly Message[] };
   readonly startedAt: number;

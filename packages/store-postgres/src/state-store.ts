@@ -28,7 +28,7 @@ import type {
 } from '@helix-agents/sdk';
 import type pg from 'pg';
 import { POSTGRES_SCHEMA_VERSION, schemaTooNewError } from './migrations.js';
-import { fromJson, run, sqlState, statements, storeError, toJson, toNumber, transaction, type Queryable, type Statement } from './sql.js';
+import { fromJson, quoteIdentifier, run, sqlState, statements, storeError, toJson, toNumber, transaction, type Queryable, type Statement } from './sql.js';
 
 /** Options of {@link PostgresStateStore}. */
 export interface PostgresStateStoreOptions {
@@ -366,6 +366,16 @@ export class PostgresStateStore implements StateStore, UsageStore {
         request.startedAt,
       ]);
       if (!locked) throw new StateCommitError(`Session ${request.sessionId} could not be created.`);
+      if (request.expect) {
+        const current = locked.current_run_id ?? undefined;
+        const found = current === undefined ? undefined : await client.query<{ status: string }>(`SELECT status FROM ${quoteIdentifier(this.schema)}.runs WHERE run_id = $1`, [current]);
+        const status = found?.rows[0]?.status;
+        if (current !== request.expect.currentRunId || status !== request.expect.status) {
+          throw new AgentError('state_conflict', `Session ${request.sessionId} changed: its current run is ${current ?? 'none'} (${status ?? 'no status'}), not ${request.expect.currentRunId ?? 'none'} (${request.expect.status}).`, {
+            details: { sessionId: request.sessionId, currentRunId: current, status, expected: request.expect },
+          });
+        }
+      }
       const restore = request.restoreCheckpointId === undefined ? undefined : await this.#restorePoint(client, request.sessionId, request.restoreCheckpointId);
       if (!request.newTurn && !locked.has_turn) throw new StateCommitError(`Session ${request.sessionId} has no turn to continue; start a run with a new turn.`);
       const previous = locked.run_open && locked.current_run_id !== null ? locked.current_run_id : undefined;

@@ -291,6 +291,15 @@ export class SqliteStateStore implements StateStore, UsageStore {
     const q = this.#q;
     let row = q.session.get(request.sessionId);
     if (row) this.#checkRecord('session', row.record_version);
+    if (request.expect) {
+      const current = row?.current_run_id ?? undefined;
+      const status = current === undefined ? undefined : q.runStatus.get(current);
+      if (current !== request.expect.currentRunId || status !== request.expect.status) {
+        throw new AgentError('state_conflict', `Session ${request.sessionId} changed: its current run is ${current ?? 'none'} (${String(status ?? 'no status')}), not ${request.expect.currentRunId ?? 'none'} (${request.expect.status}).`, {
+          details: { sessionId: request.sessionId, currentRunId: current, status, expected: request.expect },
+        });
+      }
+    }
     let turn: TurnRecord | undefined = request.newTurn
       ? { turnId: request.newTurn.turnId, firstRunId: request.runId, input: request.newTurn.input, startCommitted: false }
       : parse<TurnRecord>(row?.turn ?? null);

@@ -1,11 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { VercelAIAdapter } from '@helix-agents/llm-vercel';
 import {
   defineTool,
   InMemoryStateStore,
+  InMemoryStreamManager,
+  JSAgentExecutor,
   RunSupersededError,
+  silentLogger,
+  type Commit,
+  type AgentHooks,
   type HookContext,
   type Message,
+  type StateStore,
   type ToolResultMessage,
 } from '../index.js';
 import { createHookRecorder } from '../testing/index.js';
@@ -339,5 +346,104 @@ describe('hook idempotency keys (issue 3 item 5)', () => {
     const r = handle.runId;
     expect(keys).toEqual([`${r}:0:-:onAgentStart`, `${r}:0:-:afterLLMCall`, `${r}:0:c1:beforeTool`, `${r}:0:c1:afterTool`, `${r}:1:-:afterLLMCall`]);
     expect([...attempts]).toEqual([1]);
+  });
+});
+
+describe('recovery of resumed, retried and approved work (review regressions)', () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** A store whose process "dies": one kind of commit never returns and lease renewals fail. */
+  function dying(store: InMemoryStateStore, dieAt: (c: Commit) => boolean): StateStore {
+    return new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'commit') return (c: Commit) => (dieAt(c) ? new Promise(() => {}) : target.commit(c));
+        if (prop === 'renewLease') return () => Promise.reject(new Error('network down'));
+        const value: unknown = Reflect.get(target, prop);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  }
+  let sends = 0;
+  const send = defineTool({ name: 'send', description: 'sends', inputSchema: z.object({ to: z.string() }), sideEffects: true, needsApproval: true, execute: () => ++sends });
+  const pay = defineTool({ name: 'pay', description: 'pays', inputSchema: z.object({}), finishWith: true, needsApproval: true, execute: () => ({ answer: 'paid' }) });
+  const agentOf = (steps: Parameters<typeof counterAgent>[0], hooks?: AgentHooks<Counter, { answer: string }>) =>
+    counterAgent(steps, { tools: [send, pay], ...(hooks ? { hooks } : {}), llmConfig: { ...counterAgent([]).llmConfig, model: counterAgent(steps).llmConfig.model, retry: { maxAttempts: 1 } } });
+
+  it('an approved side-effecting call that ran before a crash is replayed, not run again', async () => {
+    sends = 0;
+    const store = new InMemoryStateStore();
+    const a = new JSAgentExecutor(dying(store, (c) => c.kind === 'resume'), new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger, leaseMs: 60 });
+    const first = await a.execute(agentOf([{ toolCalls: [{ name: 'send', args: { to: 'x' } }] }, finish('n')]), 'go', { sessionId: 'r1' });
+    const pending = (await first.result()).suspension!.pending[0]!;
+    await a.approve('r1', pending.toolCallId);
+    await sleep(250);
+    const b = new JSAgentExecutor(store, new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger });
+    const [handle] = await b.recover({ agents: [agentOf([finish('x')])] });
+    expect((await handle!.result()).status).toBe('completed');
+    expect(sends).toBe(1);
+  });
+
+  it('a finishWith answer delivered by approval completes a recovered run without another model call', async () => {
+    const store = new InMemoryStateStore();
+    const a = new JSAgentExecutor(dying(store, (c) => c.kind === 'terminal'), new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger, leaseMs: 60 });
+    const first = await a.execute(agentOf([{ toolCalls: [{ name: 'pay', args: {} }] }]), 'go', { sessionId: 'r2' });
+    await a.approve('r2', (await first.result()).suspension!.pending[0]!.toolCallId);
+    await sleep(250);
+    const rec = createHookRecorder();
+    const b = new JSAgentExecutor(store, new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger });
+    const [handle] = await b.recover({ agents: [agentOf([finish('model-again')], rec.hooks)] });
+    expect((await handle!.result()).output).toEqual({ answer: 'paid' });
+    expect(rec.of('beforeLLMCall')).toHaveLength(0);
+  });
+
+  it('a recovered retry run fires onAgentRetry once in all and appends its message once', async () => {
+    const store = new InMemoryStateStore();
+    const retries: string[] = [];
+    const agent = agentOf([{ error: { status: 401 } }, { toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('never')], { onAgentRetry: (ctx) => void retries.push(ctx.runId) });
+    const a = new JSAgentExecutor(dying(store, (c) => c.kind === 'step' && c.stepIndex === 1), new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger, leaseMs: 60, agents: [agent] });
+    expect((await (await a.execute(agent, 'go', { sessionId: 'r3' })).result()).status).toBe('failed');
+    await a.retry('r3', { message: 'try again' });
+    await sleep(250);
+    const b = new JSAgentExecutor(store, new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger });
+    const [handle] = await b.recover({ agents: [agentOf([finish('done')], { onAgentRetry: (ctx) => void retries.push(ctx.runId) })] });
+    expect((await handle!.result()).status).toBe('completed');
+    expect(retries).toHaveLength(1);
+    const users = (await store.loadSession('r3'))!.messages.filter((m) => m.role === 'user').map((m) => m.content);
+    expect(users).toEqual(['go', 'try again']);
+  });
+
+  it('two concurrent approvals of one call: the first delivers it, the second is refused with state_conflict (checked inside K1)', async () => {
+    sends = 0;
+    const store = new InMemoryStateStore();
+    let begins = 0;
+    const slow = new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'beginRun') return async (r: Parameters<InMemoryStateStore['beginRun']>[0]) => ((++begins === 3 ? await sleep(10) : undefined), target.beginRun(r));
+        const value: unknown = Reflect.get(target, prop);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const executor = new JSAgentExecutor(slow, new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger });
+    const first = await executor.execute(agentOf([{ toolCalls: [{ name: 'send', args: { to: 'x' } }] }, finish('a')]), 'go', { sessionId: 'r4' });
+    const id = (await first.result()).suspension!.pending[0]!.toolCallId;
+    const [ok, refused] = await Promise.allSettled([executor.approve('r4', id), executor.approve('r4', id)]);
+    expect(ok.status).toBe('fulfilled');
+    expect(refused).toMatchObject({ status: 'rejected', reason: { info: { code: 'state_conflict' } } });
+    await (ok as PromiseFulfilledResult<Awaited<ReturnType<typeof executor.approve>>>).value.result();
+    expect(sends).toBe(1);
+  });
+
+  it('a failure in the start work persists none of its writes (the start commit never landed)', async () => {
+    const { executor, stateStore } = setup();
+    const agent = counterAgent([finish('x')], {
+      hooks: {
+        onAgentStart: (_p, ctx) => ctx.updateState((d) => void (d.count = 7)),
+        onMessage: () => {
+          throw new Error('bad input');
+        },
+      },
+    });
+    const handle = await executor.execute(agent, 'go');
+    expect((await handle.result()).status).toBe('failed');
+    expect(((await stateStore.loadSession(handle.sessionId))!.state as Counter).count).toBe(0);
   });
 });

@@ -33,8 +33,6 @@ export interface RunStart {
   readonly deliveries?: readonly Delivery[];
   /** Calls the resumed run still waits on after its deliveries: it suspends again at once. */
   readonly stillPending?: readonly PendingCall[];
-  /** Rows that go before the turn's input rows (the cancelled calls of a with_message resume). */
-  readonly leadingRows?: readonly Message[];
   /** A message retry() carries, appended after the start work. */
   readonly extraMessage?: string;
   /** The turn's input text. */
@@ -68,8 +66,9 @@ interface TerminalRecord {
  */
 export async function runLoop(run: RunContext, adapter: LLMAdapter, start: RunStart): Promise<AgentResult> {
   let startHookFired = start.signalFired || (start.signal === 'start' && start.turnStartCommitted);
-  // A step's failure keeps the state its afterLLMCall left (rule 129); its tools' writes are dropped.
-  let failState: unknown;
+  // What a failure keeps: before the first step, the committed state (start work and deliveries that
+  // never committed leave no writes); in a step, the state its afterLLMCall left (rule 129).
+  let failState: unknown = run.committedState;
   try {
     if (!start.signalFired && (start.signal !== 'start' || !start.turnStartCommitted)) {
       // Staged before the hook, so a recovery knows the signal fired even if the hook never returned.
@@ -91,11 +90,14 @@ export async function runLoop(run: RunContext, adapter: LLMAdapter, start: RunSt
     // The turn's start work runs once per turn: onAgentStart is the start signal of a new turn, and
     // owed start work (startSignal false) for a resume, retry, rewind or recovery that discarded it.
     if (!start.turnStartCommitted) await startWork(run, start, start.signal === 'start' && !start.signalFired);
+    failState = run.committedState;
     if (start.deliveries?.length || start.stillPending?.length) {
       const ended = await deliver(run, start);
       if (ended) return ended;
+      failState = run.committedState;
     }
-    if (start.extraMessage !== undefined) await run.appendMessage({ role: 'user', content: start.extraMessage });
+    // A retry's message lands with the first step; a recovered run past it does not append it again.
+    if (start.extraMessage !== undefined && run.stepCount === 0) await run.appendMessage({ role: 'user', content: start.extraMessage });
     if (start.committedOutput) {
       const agent = run.setup.agent;
       return await finish(run, { kind: 'complete', output: start.committedOutput.value, exitReason: agent.outputSchema ? 'finish_tool' : 'text' }, startHookFired);
@@ -238,7 +240,6 @@ async function startWork(run: RunContext, start: RunStart, startSignal: boolean)
   if (run.hooks.has('onAgentStart')) {
     await run.fire('onAgentStart', { agent: run.setup.agent, input: start.input, initialState: run.state, startSignal });
   }
-  for (const message of start.leadingRows ?? []) await run.appendMessage(message);
   for (const message of start.inputMessages) await run.appendMessage(message);
   await run.commit({ kind: 'turn_start', checkpoint: 'turn_start' });
   crashPoint('after_k2');
@@ -256,8 +257,9 @@ async function deliver(run: RunContext, start: RunStart): Promise<AgentResult | 
   if (run.signal.aborted) stopAfterTools(run, outcomes);
   const pending = [...(start.stillPending ?? []), ...outcomes.flatMap((o) => (o.pending ? [o.pending] : []))];
   if (pending.length > 0) return suspend(run, pending, false);
-  await run.commit({ kind: 'resume', checkpoint: 'step' });
   const finisher = outcomes.find((o) => o.finishOutput !== undefined)?.finishOutput;
+  // The output rides in the commit, so a recovery finishes the run instead of calling the model again.
+  await run.commit({ kind: 'resume', checkpoint: 'step', ...(finisher ? { output: finisher.value } : {}) });
   if (finisher) return complete(run, finisher.value, finisher.via, true);
   return undefined;
 }
@@ -273,8 +275,10 @@ async function suspend(run: RunContext, pending: readonly PendingCall[], countsS
   if (countsStep) run.stepCount++;
   const waiting = pending.filter((p) => p.kind !== 'children').map((p) => p.toolCallId);
   const awaitingChildren = pending.flatMap((p) => (p.children ?? []).map((c) => ({ sessionId: c.sessionId, agentType: c.agentType, toolCallId: p.toolCallId })));
-  await run.fireSignal('onAgentSuspended', { reason, pendingToolCallIds: reason === 'client_tool' ? waiting : [], awaitingChildren: reason === 'awaiting_children' ? awaitingChildren : [] });
-  await run.emit({ type: 'suspended', reason, pendingToolCallIds: pending.map((p) => p.toolCallId), ...run.chunkBase() });
+  await afterCommit(run, () =>
+    run.fireSignal('onAgentSuspended', { reason, pendingToolCallIds: reason === 'client_tool' ? waiting : [], awaitingChildren: reason === 'awaiting_children' ? awaitingChildren : [] }),
+  );
+  await afterCommit(run, () => run.emit({ type: 'suspended', reason, pendingToolCallIds: pending.map((p) => p.toolCallId), ...run.chunkBase() }));
   return result(run, 'suspended', { suspension });
 }
 
@@ -371,7 +375,10 @@ async function complete(run: RunContext, output: unknown, exitReason: ExitReason
     } catch (error) {
       const supersede = ownSupersede(run, error);
       if (supersede) return superseded(run, supersede);
-      throw error;
+      // Rule 44: the complete hook's writes never persist when the run cannot reach its terminal commit.
+      run.state = before;
+      const message = error instanceof Error ? error.message : String(error);
+      return fail(run, AgentError.isInstance(error) ? error : new StateCommitError(`The terminal hook's outcome could not be recorded: ${message}`, { cause: error }), startHookFired);
     }
   }
   crashPoint('before_k5');
@@ -386,7 +393,7 @@ async function complete(run: RunContext, output: unknown, exitReason: ExitReason
     return fail(run, commitError, startHookFired);
   }
   crashPoint('after_k5');
-  await run.emit({ type: 'end', output, ...(endCarriesState ? { state: run.state } : {}), usage: run.usageSummary(), ...run.chunkBase() });
+  await afterCommit(run, () => run.emit({ type: 'end', output, ...(endCarriesState ? { state: run.state } : {}), usage: run.usageSummary(), ...run.chunkBase() }));
   return result(run, 'completed', { output, exitReason });
 }
 
@@ -417,7 +424,7 @@ async function fail(run: RunContext, error: AgentError, startHookFired: boolean)
       runId: run.setup.runId,
     });
   }
-  await run.emit({ type: 'error', status, errorInfo: error.info, usage: run.usageSummary(), ...run.chunkBase() });
+  await afterCommit(run, () => run.emit({ type: 'error', status, errorInfo: error.info, usage: run.usageSummary(), ...run.chunkBase() }));
   return result(run, status, { error: error.info });
 }
 
@@ -429,6 +436,19 @@ async function superseded(run: RunContext, error: RunSupersededError): Promise<A
     await run.fireObserveOnly('onAgentSuperseded', { error, finalState: run.state, stepCount: run.stepCount, durationMs: run.durationMs() });
   }
   return result(run, 'superseded', { error: error.info });
+}
+
+/**
+ * Work after a run's terminal or suspension commit: it can no longer change the outcome, so a failure
+ * (a stream write, a hook's write flushed through onStateChange) is logged, never turned into a second
+ * terminal hook.
+ */
+async function afterCommit(run: RunContext, work: () => Promise<unknown>): Promise<void> {
+  try {
+    await work();
+  } catch (error) {
+    run.setup.logger.error(`after the commit of run ${run.setup.runId}: ${error instanceof Error ? error.message : String(error)}`, { runId: run.setup.runId });
+  }
 }
 
 function result(run: RunContext, status: RunStatus, extra: Partial<AgentResult>): AgentResult {

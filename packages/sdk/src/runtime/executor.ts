@@ -7,7 +7,7 @@ import type { AgentHooks } from '../hooks/types.js';
 import type { LLMAdapter } from '../llm.js';
 import type { Message } from '../messages.js';
 import { GENESIS_CHECKPOINT } from '../store.js';
-import type { PendingCall, RunLease, RunOptionsRecord, SessionSnapshot, StateStore } from '../store.js';
+import type { BeginRunRequest, PendingCall, RunLease, RunOptionsRecord, SessionSnapshot, StateStore } from '../store.js';
 import type { StartSignalKind, StreamChunk, StreamManager, StreamWriter } from '../stream.js';
 import type { UsageRollup, UsageStore } from '../usage.js';
 import { runLoop, type Delivery, type RunStart } from './agent-run.js';
@@ -130,11 +130,19 @@ export type ResumeOptions = RunCallOptions &
   );
 
 /** What a run began with beyond its K1 (kept on the run record, so a recovery can finish it the same way). */
-type RecordedStart = Pick<RunStart, 'resumed' | 'retried' | 'deliveries' | 'stillPending' | 'leadingRows' | 'extraMessage'>;
+type RecordedStart = Pick<RunStart, 'resumed' | 'retried' | 'deliveries' | 'stillPending' | 'extraMessage'>;
 
 /** The start of a recovered run, from what its K1 recorded. */
 function recordedStart(signal: StartSignalKind, options: RunOptionsRecord): RecordedStart & { signal: StartSignalKind } {
   return { ...((options.start ?? {}) as RecordedStart), signal };
+}
+
+/** Rows that cancel the calls a suspended run was waiting on (every tool call keeps a result). */
+function cancelledRows(pending: readonly PendingCall[]): Message[] {
+  return pending.map((p) => {
+    const info = new AgentError('tool_cancelled', `The call to "${p.toolName}" was cancelled: a new message started another turn.`, { details: { tool: p.toolName } }).info;
+    return { role: 'tool', toolCallId: p.toolCallId, toolName: p.toolName, content: info.message, isError: true, errorInfo: info };
+  });
 }
 
 function stableJson(value: unknown): string {
@@ -230,14 +238,19 @@ export class JSAgentExecutor {
     }
     // A new turn on a session suspended at a boundary cancels the calls it was waiting on (their rows
     // keep the transcript valid: every tool call has a result).
-    const leadingRows = existing ? await this.#cancelledRows(existing.currentRunId) : [];
+    const suspendedRun = existing?.currentRunId === undefined ? undefined : await this.stateStore.getRun(existing.currentRunId);
+    const leadingRows = suspendedRun?.status === 'suspended' ? cancelledRows(suspendedRun.suspension?.pending ?? []) : [];
     return (await this.#begin(erased, sessionId, options as RunCallOptions, {
       signal: 'start',
       input,
       initialState,
       newTurn: true,
+      // The cancelled rows are part of the turn's input, so owed start work appends them again too.
+      leadingRows,
+      // The session must still be suspended at K1 when this turn cancels its pending calls.
+      ...(leadingRows.length > 0 && suspendedRun ? { expect: { currentRunId: suspendedRun.runId, status: 'suspended' as const } } : {}),
       ...(options.parentSessionId === undefined ? {} : { parentSessionId: options.parentSessionId }),
-      start: leadingRows.length > 0 ? { leadingRows } : {},
+      start: {},
     })) as AgentHandle<TState, TOutput>;
   }
 
@@ -287,6 +300,8 @@ export class JSAgentExecutor {
     return this.#begin(agent, sessionId, options, {
       signal: 'resumed',
       previousRunId: run.runId,
+      // Checked inside K1: of two concurrent resumes, only the first delivers its answers.
+      expect: { currentRunId: run.runId, status: 'suspended' },
       start: { resumed: { previousRunId: run.runId }, deliveries, stillPending },
     });
   }
@@ -338,6 +353,7 @@ export class JSAgentExecutor {
       signal: 'retry',
       restoreCheckpointId: checkpointId,
       previousRunId: failed.runId,
+      expect: { currentRunId: failed.runId, status: failed.status },
       start: {
         retried: { retriedRunId: failed.runId, hasMessage, ...(checkpointId === GENESIS_CHECKPOINT ? {} : { checkpointId }) },
         ...(options.message === undefined ? {} : { extraMessage: options.message }),
@@ -363,15 +379,6 @@ export class JSAgentExecutor {
     return agent;
   }
 
-  /** Rows that cancel the calls a suspended run was waiting on. */
-  async #cancelledRows(runId: string | undefined): Promise<Message[]> {
-    const run = runId === undefined ? undefined : await this.stateStore.getRun(runId);
-    if (run?.status !== 'suspended' || !run.suspension) return [];
-    return run.suspension.pending.map((p) => {
-      const info = new AgentError('tool_cancelled', `The call to "${p.toolName}" was cancelled: a new message started another turn.`, { details: { tool: p.toolName } }).info;
-      return { role: 'tool', toolCallId: p.toolCallId, toolName: p.toolName, content: info.message, isError: true, errorInfo: info };
-    });
-  }
 
   /** Validates a resume's answers against the pending calls; an invalid one throws before anything is written. */
   async #answers(sessionId: string, pending: readonly PendingCall[], options: ResumeOptions): Promise<Delivery[]> {
@@ -438,6 +445,8 @@ export class JSAgentExecutor {
       readonly parentSessionId?: string;
       readonly restoreCheckpointId?: string;
       readonly previousRunId?: string;
+      readonly leadingRows?: readonly Message[];
+      readonly expect?: BeginRunRequest['expect'];
       readonly start: RecordedStart;
     },
   ): Promise<AgentHandle> {
@@ -447,7 +456,7 @@ export class JSAgentExecutor {
     const turnId = this.#generateId('turn');
     const startedAt = Date.now();
     const input = spec.input ?? '';
-    const inputMessages: readonly Message[] = spec.newTurn ? [{ role: 'user', content: input }] : [];
+    const inputMessages: readonly Message[] = spec.newTurn ? [...(spec.leadingRows ?? []), { role: 'user', content: input }] : [];
     const record: RunOptionsRecord = {
       ...(spec.input === undefined ? {} : { input: spec.input }),
       ...(options.userId === undefined ? {} : { userId: options.userId }),
@@ -468,6 +477,7 @@ export class JSAgentExecutor {
       ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
       ...(spec.newTurn ? { newTurn: { turnId, input: inputMessages } } : {}),
       ...(spec.restoreCheckpointId === undefined ? {} : { restoreCheckpointId: spec.restoreCheckpointId }),
+      ...(spec.expect === undefined ? {} : { expect: spec.expect }),
       startedAt,
       leaseOwner: this.instanceId,
       leaseMs: this.leaseMs,
@@ -528,57 +538,68 @@ export class JSAgentExecutor {
         this.#logger.warn(`run ${candidate.runId} of agent "${candidate.agentType}" is recoverable, but no such agent was given to recover()`);
         continue;
       }
-      let claimed;
+      // One candidate's trouble must not strand the others (or a run this process already claimed).
       try {
-        claimed = await this.stateStore.claimRun(candidate.runId, this.instanceId, this.leaseMs, Date.now());
+        const handle = await this.#recoverOne(agent, candidate.runId, options);
+        if (handle) handles.push(handle);
       } catch (error) {
-        // Another process claimed it first, or it ended meanwhile.
-        if (AgentError.isInstance(error) && error.code === 'state_run_not_recoverable') continue;
-        throw error;
+        this.#logger.error(`recovering run ${candidate.runId} failed: ${error instanceof Error ? error.message : String(error)}`, { runId: candidate.runId });
       }
-      const { session, run, lease, journal } = claimed;
-      const hooks = this.#hooksFor(agent, options.hooks, options.hookManager);
-      await this.#warmUp(hooks);
-      const turn = session.turn;
-      const input = run.options.input ?? '';
-      const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, 'start', input);
-      handles.push(
-        this.#launch(
-          {
-            agent,
-            hooks,
-            stateStore: this.stateStore,
-            writer,
-            usageStore: options.usageStore,
-            logger: this.#logger,
-            sessionId: session.sessionId,
-            runId: run.runId,
-            streamId: session.sessionId,
-            turnId: run.turnId,
-            epoch: lease.epoch,
-            abort: new AbortController(),
-            strictTerminalHooks: this.#strictTerminalHooks,
-            auditHooks: this.#auditHooks,
-            ...(run.options.parentSessionId === undefined ? {} : { parentSessionId: run.options.parentSessionId }),
-            ...(run.options.userId === undefined ? {} : { userId: run.options.userId }),
-            ...(run.options.tags === undefined ? {} : { tags: run.options.tags }),
-            ...(run.options.metadata === undefined ? {} : { metadata: run.options.metadata }),
-          },
-          lease,
-          { state: session.state, messages: session.messages, startedAt: run.startedAt, stepCount: run.stepCount, journal },
-          {
-            ...recordedStart(run.signal, run.options),
-            input,
-            inputMessages: turn?.input ?? [],
-            turnStartCommitted: turn?.startCommitted === true,
-            signalFired: journal.some((e) => e.kind === 'start_signal'),
-            ...(run.output === undefined ? {} : { committedOutput: { value: run.output } }),
-          },
-          undefined,
-        ),
-      );
     }
     return handles;
+  }
+
+  /** Claims one expired run and continues it; undefined when another process claimed it first. */
+  async #recoverOne(agent: AgentConfig<unknown, unknown>, runId: string, options: RecoverOptions): Promise<AgentHandle | undefined> {
+    let claimed;
+    try {
+      claimed = await this.stateStore.claimRun(runId, this.instanceId, this.leaseMs, Date.now());
+    } catch (error) {
+      // Another process claimed it first, or it ended meanwhile.
+      if (AgentError.isInstance(error) && error.code === 'state_run_not_recoverable') return undefined;
+      throw error;
+    }
+    const { session, run, lease, journal } = claimed;
+    const hooks = this.#hooksFor(agent, options.hooks, options.hookManager);
+    await this.#warmUp(hooks);
+    const turn = session.turn;
+    const input = turn?.input.find((m) => m.role === 'user')?.content ?? run.options.input ?? '';
+    const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, run.signal, input);
+    return this.#launch(
+      {
+        agent,
+        hooks,
+        stateStore: this.stateStore,
+        writer,
+        usageStore: options.usageStore,
+        logger: this.#logger,
+        sessionId: session.sessionId,
+        runId: run.runId,
+        streamId: session.sessionId,
+        turnId: run.turnId,
+        epoch: lease.epoch,
+        abort: new AbortController(),
+        strictTerminalHooks: this.#strictTerminalHooks,
+        auditHooks: this.#auditHooks,
+        ...(this.#approvalSecret === undefined ? {} : { signApproval: (s: string, c: string, i: unknown) => this.signApproval(s, c, i) }),
+        ...(run.options.parentSessionId === undefined ? {} : { parentSessionId: run.options.parentSessionId }),
+        ...(run.options.userId === undefined ? {} : { userId: run.options.userId }),
+        ...(run.options.tags === undefined ? {} : { tags: run.options.tags }),
+        ...(run.options.metadata === undefined ? {} : { metadata: run.options.metadata }),
+      },
+      lease,
+      { state: session.state, messages: session.messages, startedAt: run.startedAt, stepCount: run.stepCount, journal },
+      {
+        ...recordedStart(run.signal, run.options),
+        input,
+        inputMessages: turn?.input ?? [],
+        turnStartCommitted: turn?.startCommitted === true,
+        // The marker is dropped with the first step commit; a committed step means the signal fired.
+        signalFired: run.stepCount > 0 || journal.some((e) => e.kind === 'start_signal'),
+        ...(run.output === undefined ? {} : { committedOutput: { value: run.output } }),
+      },
+      undefined,
+    );
   }
 
   /**

@@ -93,7 +93,13 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
       at: Date.now(),
     });
 
-    chargeBudget(run, result);
+    // The attempt that trips a budget still reaches afterLLMCall (rule 69: hooks see every billed call).
+    let budgetError: AgentError | undefined;
+    try {
+      chargeBudget(run, result);
+    } catch (error) {
+      budgetError = error as AgentError;
+    }
     let plan: StepPlan;
     let delayMs = 0;
     if (result.ok) {
@@ -115,6 +121,7 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
         ...(result.ok ? {} : { error: result.error }),
       }, scope);
     }
+    if (budgetError) throw budgetError;
     if (result.ok) return result;
     if (plan.kind === 'fail') throw failureError(result.error, attempt);
     warnOnce(run, warned, result.error, attempt, maxAttempts);

@@ -127,19 +127,8 @@ async function runToolCall(run: RunContext, call: ToolCall): Promise<ToolOutcome
     await run.appendMessage(errorResult(call, invalid(tool.name, parsed.error)));
     return { call, patches: [], stopped: false };
   }
-  const stepIndex = run.stepCount;
-  const resultKey = `call_result:${stepIndex}:${call.id}`;
-  const startedKey = `call_started:${stepIndex}:${call.id}`;
-  if (tool.sideEffects) {
-    const recorded = run.journal.get(resultKey);
-    if (recorded) return replayCall(run, call, tool, recorded.data as CallResultRecord);
-    if (run.journal.has(startedKey)) {
-      // At most once: it may have run in the process that died, so it is not run again.
-      const message = errorResult(call, new ToolError('tool_interrupted', `Tool "${tool.name}" was interrupted: its outcome is unknown and it was not run again.`, { details: { tool: tool.name } }).info);
-      await run.appendMessage(message, run.hookScope, false);
-      return { call, patches: [], stopped: false };
-    }
-  }
+  const journaled = await fromJournal(run, tool, call);
+  if (journaled) return journaled;
   if (run.signal.aborted || run.superseded) {
     await run.appendMessage(stoppedResult(call));
     return { call, patches: [], stopped: true };
@@ -176,6 +165,21 @@ async function runToolCall(run: RunContext, call: ToolCall): Promise<ToolOutcome
 }
 
 /**
+ * A side-effecting call the journal already knows (a recovered run): its recorded result is replayed
+ * (no hook fires, the tool does not run); a call that started but recorded no result is not run again
+ * (at most once) and gets `tool_interrupted`. Undefined when the call has to run.
+ */
+async function fromJournal(run: RunContext, tool: ToolDefinition, call: ToolCall): Promise<ToolOutcome | undefined> {
+  if (!tool.sideEffects) return undefined;
+  const recorded = run.journal.get(`call_result:${run.stepCount}:${call.id}`);
+  if (recorded) return replayCall(run, call, tool, recorded.data as CallResultRecord);
+  if (!run.journal.has(`call_started:${run.stepCount}:${call.id}`)) return undefined;
+  const message = errorResult(call, new ToolError('tool_interrupted', `Tool "${tool.name}" was interrupted: its outcome is unknown and it was not run again.`, { details: { tool: tool.name } }).info);
+  await run.appendMessage(message, run.hookScope, false);
+  return { call, patches: [], stopped: false };
+}
+
+/**
  * Runs an allowed call: journal (side effects), tool_start, execute, onStateChange*, onMessage(result),
  * the afterTool chain, the result journal, tool_end. Shared by a step's calls and an approved call that
  * a resumed run delivers.
@@ -189,6 +193,9 @@ async function executeCall(run: RunContext, tool: ToolDefinition, toolCall: Tool
   const steered = { input: toolCall.arguments };
   const execute = tool.execute;
   if (!execute) throw new Error(`Tool ${tool.name} has no execute function.`);
+  // An approved call delivered by a recovered run meets its journal here.
+  const journaled = await fromJournal(run, tool, call);
+  if (journaled) return journaled;
   if (tool.sideEffects) await run.record('call_started', startedKey, { toolName: tool.name });
   await run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: steered.input, ...run.chunkBase() });
 
