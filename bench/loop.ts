@@ -76,22 +76,34 @@ const variants: { name: string; run: () => Promise<number> }[] = [
   { name: 'helix, no-op handler on every hook point', run: () => helixRun(noopHooks()) },
   { name: 'AI SDK generateText tool loop (reference)', run: aiSdkRun },
 ];
-// Warm every variant up, then interleave the measured runs so JIT and GC drift hit all of them alike.
-for (let i = 0; i < WARMUP; i++) for (const v of variants) await v.run();
-const samples = variants.map(() => [] as number[]);
-// A full collection before each measured run, outside the timed region, so one variant's garbage is
-// not collected on another's clock (run with --expose-gc, as `npm run bench` does).
-const collect = (globalThis as { gc?: () => void }).gc ?? (() => {});
-for (let i = 0; i < RUNS; i++) {
-  for (const [k, v] of variants.entries()) {
-    collect();
-    samples[k]!.push(await v.run());
+
+/**
+ * Measures one variant in this process: warm-up, then the median of RUNS. No forced GC between runs: a
+ * full collection shrinks the heap and makes the next run pay to grow it again (it doubled the figures).
+ */
+async function measureVariant(index: number): Promise<number> {
+  const variant = variants[index]!;
+  for (let i = 0; i < WARMUP; i++) await variant.run();
+  const samples: number[] = [];
+  for (let i = 0; i < RUNS; i++) samples.push(await variant.run());
+  return (median(samples) * 1000) / STEPS;
+}
+
+const only = process.argv.indexOf('--variant');
+if (only >= 0) {
+  // A child: one variant, so no other variant's garbage or JIT state is on its clock.
+  process.stdout.write(JSON.stringify({ usPerStep: await measureVariant(Number(process.argv[only + 1])) }));
+} else {
+  const { execFileSync } = await import('node:child_process');
+  const rows: { name: string; usPerStep: number }[] = [];
+  for (const [index, variant] of variants.entries()) {
+    const out = execFileSync(process.execPath, [...process.execArgv, process.argv[1]!, ...process.argv.slice(2), '--variant', String(index)], { encoding: 'utf8' });
+    rows.push({ name: variant.name, usPerStep: (JSON.parse(out) as { usPerStep: number }).usPerStep });
   }
+  const reference = rows[2]!.usPerStep;
+  console.log(`framework overhead per step: ${STEPS} steps, median of ${RUNS} runs after ${WARMUP} warm-up runs, each variant in its own process, Node ${process.version}`);
+  for (const row of rows) {
+    console.log(`${row.name.padEnd(44)} ${row.usPerStep.toFixed(1).padStart(8)} µs/step   ${(row.usPerStep / reference).toFixed(3)}x generateText`);
+  }
+  console.log(`hooks on every point cost ${(rows[1]!.usPerStep / rows[0]!.usPerStep).toFixed(2)}x no hooks`);
 }
-const rows = variants.map((v, k) => ({ name: v.name, usPerStep: (median(samples[k]!) * 1000) / STEPS }));
-const reference = rows[2]!.usPerStep;
-console.log(`framework overhead per step: ${STEPS} steps, median of ${RUNS} runs, Node ${process.version}`);
-for (const row of rows) {
-  console.log(`${row.name.padEnd(44)} ${row.usPerStep.toFixed(1).padStart(8)} µs/step   ${(row.usPerStep / reference).toFixed(2)}x generateText`);
-}
-console.log(`hooks on every point cost ${(rows[1]!.usPerStep / rows[0]!.usPerStep).toFixed(2)}x no hooks`);
