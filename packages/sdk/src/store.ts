@@ -1,4 +1,4 @@
-import type { AgentErrorInfo } from './errors.js';
+import { AgentError, type AgentErrorInfo } from './errors.js';
 import type { Message } from './messages.js';
 import type { StartSignalKind, StatePatch } from './stream.js';
 import type { UsageEntry } from './usage.js';
@@ -290,4 +290,13 @@ export interface StateStore {
   listCheckpoints(sessionId: string): Promise<readonly CheckpointInfo[]>;
   /** One checkpoint with its state and conversation, or undefined. */
   loadCheckpoint(sessionId: string, checkpointId: string): Promise<Checkpoint | undefined>;
+}
+
+/** The refusal of a K1 whose `expect` precondition does not hold (`state_conflict`); every store throws this one. */
+export function stateConflictError(request: BeginRunRequest, currentRunId: string | undefined, status: string | undefined): AgentError {
+  return new AgentError(
+    'state_conflict',
+    `Session ${request.sessionId} changed: its current run is ${currentRunId ?? 'none'} (${status ?? 'no status'}), not ${request.expect?.currentRunId ?? 'none'} (${request.expect?.status ?? ''}).`,
+    { details: { sessionId: request.sessionId, currentRunId, status, expected: request.expect } },
+  );
 }

@@ -1,4 +1,4 @@
-import { AgentError, GENESIS_CHECKPOINT, RunSupersededError, StateCommitError, rollupUsage } from '@helix-agents/sdk';
+import { AgentError, GENESIS_CHECKPOINT, RunSupersededError, StateCommitError, rollupUsage, stateConflictError } from '@helix-agents/sdk';
 import type {
   AgentErrorInfo,
   BeginRunRequest,
@@ -371,9 +371,7 @@ export class PostgresStateStore implements StateStore, UsageStore {
         const found = current === undefined ? undefined : await client.query<{ status: string }>(`SELECT status FROM ${quoteIdentifier(this.schema)}.runs WHERE run_id = $1`, [current]);
         const status = found?.rows[0]?.status;
         if (current !== request.expect.currentRunId || status !== request.expect.status) {
-          throw new AgentError('state_conflict', `Session ${request.sessionId} changed: its current run is ${current ?? 'none'} (${status ?? 'no status'}), not ${request.expect.currentRunId ?? 'none'} (${request.expect.status}).`, {
-            details: { sessionId: request.sessionId, currentRunId: current, status, expected: request.expect },
-          });
+          throw stateConflictError(request, current, status);
         }
       }
       const restore = request.restoreCheckpointId === undefined ? undefined : await this.#restorePoint(client, request.sessionId, request.restoreCheckpointId);

@@ -1,4 +1,4 @@
-import { AgentError, GENESIS_CHECKPOINT, RunSupersededError, StateCommitError } from '@helix-agents/sdk';
+import { AgentError, GENESIS_CHECKPOINT, RunSupersededError, StateCommitError, stateConflictError } from '@helix-agents/sdk';
 import type {
   AgentErrorInfo,
   BeginRunRequest,
@@ -295,9 +295,7 @@ export class SqliteStateStore implements StateStore, UsageStore {
       const current = row?.current_run_id ?? undefined;
       const status = current === undefined ? undefined : q.runStatus.get(current);
       if (current !== request.expect.currentRunId || status !== request.expect.status) {
-        throw new AgentError('state_conflict', `Session ${request.sessionId} changed: its current run is ${current ?? 'none'} (${String(status ?? 'no status')}), not ${request.expect.currentRunId ?? 'none'} (${request.expect.status}).`, {
-          details: { sessionId: request.sessionId, currentRunId: current, status, expected: request.expect },
-        });
+        throw stateConflictError(request, current, status === undefined ? undefined : String(status));
       }
     }
     let turn: TurnRecord | undefined = request.newTurn

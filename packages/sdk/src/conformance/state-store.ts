@@ -362,6 +362,19 @@ export function runStateStoreConformance(options: StateStoreConformanceOptions):
       }));
     });
 
+    describe('K1 preconditions', () => {
+      it('a K1 whose expect does not hold is refused with state_conflict and writes nothing; one that holds begins the run', withStore(async (store) => {
+        await store.beginRun(begin('s1', 'r1'));
+        const before = await store.loadSession('s1');
+        await expectCode(store.beginRun({ ...begin('s1', 'r2', { newTurn: false }), expect: { currentRunId: 'r1', status: 'suspended' } }), 'state_conflict');
+        await expectCode(store.beginRun({ ...begin('s1', 'r2', { newTurn: false }), expect: { currentRunId: 'other', status: 'running' } }), 'state_conflict');
+        expect(await store.loadSession('s1')).toEqual(before);
+        expect(await store.getRun('r2')).toBeUndefined();
+        const { session } = await store.beginRun({ ...begin('s1', 'r3', { newTurn: false }), expect: { currentRunId: 'r1', status: 'running' } });
+        expect(session.currentRunId).toBe('r3');
+      }));
+    });
+
     describe('leases and recovery', () => {
       it('renewLease extends the lease of the current epoch', withStore(async (store) => {
         await store.beginRun(begin('s1', 'r1', { startedAt: T0, leaseMs: 1_000, leaseOwner: 'p1' }));

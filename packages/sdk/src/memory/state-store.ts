@@ -16,7 +16,7 @@ import type {
   StateStore,
   TurnRecord,
 } from '../store.js';
-import { GENESIS_CHECKPOINT } from '../store.js';
+import { GENESIS_CHECKPOINT, stateConflictError } from '../store.js';
 import type { UsageEntry, UsageFilter, UsageRollup, UsageStore } from '../usage.js';
 import { rollupUsage } from '../usage.js';
 
@@ -56,7 +56,7 @@ export class InMemoryStateStore implements StateStore, UsageStore {
     if (request.expect) {
       const current = row?.currentRunId;
       const status = current === undefined ? undefined : this.#runs.get(current)?.status;
-      if (current !== request.expect.currentRunId || status !== request.expect.status) throw conflict(request, current, status);
+      if (current !== request.expect.currentRunId || status !== request.expect.status) throw stateConflictError(request, current, status);
     }
     if (!row && !request.newTurn) throw new StateCommitError(`Session ${request.sessionId} has no turn to continue; start a run with a new turn.`);
     if (!row && request.restoreCheckpointId !== undefined && request.restoreCheckpointId !== GENESIS_CHECKPOINT) {
@@ -276,13 +276,6 @@ export class InMemoryStateStore implements StateStore, UsageStore {
       this.#usage.filter((e) => (filter.sessionId === undefined || e.sessionId === filter.sessionId) && (filter.runId === undefined || e.runId === filter.runId)),
     );
   }
-}
-
-/** The refusal of a K1 whose precondition does not hold. */
-export function conflict(request: BeginRunRequest, currentRunId: string | undefined, status: string | undefined): AgentError {
-  return new AgentError('state_conflict', `Session ${request.sessionId} changed: its current run is ${currentRunId ?? 'none'} (${status ?? 'no status'}), not ${request.expect?.currentRunId ?? 'none'} (${request.expect?.status ?? ''}).`, {
-    details: { sessionId: request.sessionId, currentRunId, status, expected: request.expect },
-  });
 }
 
 function snapshot(row: SessionRow): SessionSnapshot {
