@@ -59,3 +59,36 @@ export function rows(prefix: string, count: number): Message[] {
 export function tick(ms = 0): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/** How a suite gets one instance, and optionally a second one on the same database. */
+export interface PairFactory<T> {
+  readonly create: () => T | Promise<T>;
+  readonly destroy?: (first: T) => void | Promise<void>;
+  readonly createSecond?: (first: T) => T | Promise<T>;
+  readonly destroySecond?: (second: T) => void | Promise<void>;
+}
+
+/**
+ * Test-body wrappers over a fresh instance (`one`) or two instances of one database (`two`; `second` is
+ * `first` when there is no createSecond), destroyed after the body whatever happens.
+ */
+export function pairs<T>(factory: PairFactory<T>): {
+  one: (fn: (first: T) => Promise<void>) => () => Promise<void>;
+  two: (fn: (both: { first: T; second: T }) => Promise<void>) => () => Promise<void>;
+} {
+  async function inPair(fn: (both: { first: T; second: T }) => Promise<void>): Promise<void> {
+    const first = await factory.create();
+    let second: T | undefined;
+    try {
+      second = factory.createSecond ? await factory.createSecond(first) : undefined;
+      await fn({ first, second: second ?? first });
+    } finally {
+      try {
+        if (second !== undefined) await factory.destroySecond?.(second);
+      } finally {
+        await factory.destroy?.(first);
+      }
+    }
+  }
+  return { one: (fn) => () => inPair(({ first }) => fn(first)), two: (fn) => () => inPair(fn) };
+}

@@ -5,7 +5,7 @@ import type { Commit, JournalEntry, JournalKind, StateStore, SuspensionRecord } 
 import { GENESIS_CHECKPOINT } from '../store.js';
 import type { UsageEntry, UsageStore } from '../usage.js';
 import { rollupUsage } from '../usage.js';
-import { beginRequest as begin, expectCode, rows, T0 } from './fixtures.js';
+import { beginRequest as begin, expectCode, pairs, rows, T0 } from './fixtures.js';
 
 /** How the conformance suite gets fresh stores. Only `name` and `create` are required. */
 export interface StateStoreConformanceOptions {
@@ -34,7 +34,6 @@ export interface StateStoreConformanceOptions {
   readonly heavyTimeoutMs?: number;
 }
 
-type Stores = { readonly first: StateStore; readonly second: StateStore };
 
 function journal(runId: string, epoch: number, stepIndex: number, key: string, data: unknown, kind: JournalKind = 'call_result'): JournalEntry {
   return { runId, epoch, stepIndex, kind, key, data, at: T0 + stepIndex };
@@ -99,30 +98,7 @@ function toolUsage(sessionId: string, runId: string, stepIndex: number, toolName
 export function runStateStoreConformance(options: StateStoreConformanceOptions): void {
   const heavy = options.heavyTimeoutMs ?? 120_000;
 
-  async function inStores(fn: (stores: Stores) => Promise<void>): Promise<void> {
-    const first = await options.create();
-    let second: StateStore | undefined;
-    try {
-      second = options.createSecond ? await options.createSecond(first) : undefined;
-      await fn({ first, second: second ?? first });
-    } finally {
-      try {
-        if (second !== undefined) await options.destroySecond?.(second);
-      } finally {
-        await options.destroy?.(first);
-      }
-    }
-  }
-
-  /** A test body on two instances of one database (`second` is `first` without `createSecond`). */
-  function withStores(fn: (stores: Stores) => Promise<void>): () => Promise<void> {
-    return () => inStores(fn);
-  }
-
-  /** A test body on one store. */
-  function withStore(fn: (store: StateStore) => Promise<void>): () => Promise<void> {
-    return () => inStores(({ first }) => fn(first));
-  }
+  const { one: withStore, two: withStores } = pairs<StateStore>(options);
 
   describe(`StateStore conformance: ${options.name}`, () => {
     describe('commits (K1–K5)', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StreamChunk, StreamChunkInput, StreamManager, StreamReadOptions } from '../stream.js';
-import { T0, tick } from './fixtures.js';
+import { pairs, T0, tick } from './fixtures.js';
 
 /** How the stream conformance suite gets fresh stream managers. Only `name` and `create` are required. */
 export interface StreamManagerConformanceOptions {
@@ -16,7 +16,6 @@ export interface StreamManagerConformanceOptions {
   readonly destroySecond?: (second: StreamManager) => void | Promise<void>;
 }
 
-type Managers = { readonly first: StreamManager; readonly second: StreamManager };
 
 function delta(streamId: string, runId: string, text: string): StreamChunkInput {
   return { type: 'text_delta', streamId, agentId: streamId, agentType: 'agent', runId, timestamp: T0, stepIndex: 0, delta: text };
@@ -75,30 +74,7 @@ function texts(chunks: readonly StreamChunk[]): string[] {
  * from an offset, `untilRunEnds`, and (with `createSecond`) chunks crossing instances on one database.
  */
 export function runStreamManagerConformance(options: StreamManagerConformanceOptions): void {
-  async function inManagers(fn: (managers: Managers) => Promise<void>): Promise<void> {
-    const first = await options.create();
-    let second: StreamManager | undefined;
-    try {
-      second = options.createSecond ? await options.createSecond(first) : undefined;
-      await fn({ first, second: second ?? first });
-    } finally {
-      try {
-        if (second !== undefined) await options.destroySecond?.(second);
-      } finally {
-        await options.destroy?.(first);
-      }
-    }
-  }
-
-  /** A test body on two instances of one database (`second` is `first` without `createSecond`). */
-  function withManagers(fn: (managers: Managers) => Promise<void>): () => Promise<void> {
-    return () => inManagers(fn);
-  }
-
-  /** A test body on one manager. */
-  function withManager(fn: (manager: StreamManager) => Promise<void>): () => Promise<void> {
-    return () => inManagers(({ first }) => fn(first));
-  }
+  const { one: withManager, two: withManagers } = pairs<StreamManager>(options);
 
   describe(`StreamManager conformance: ${options.name}`, () => {
     it('a claim writes chunks with gap-free offsets from 0, and a read after the fact returns them all', withManager(async (manager) => {
