@@ -1,11 +1,19 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { runApprovalFlow, terminalDecider } from './approval-flow.js';
 
-const db = () => join(mkdtempSync(join(tmpdir(), 'helix-approval-')), 'approval.db');
+const folders: string[] = [];
+afterAll(() => {
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+});
+const db = () => {
+  const folder = mkdtempSync(join(tmpdir(), 'helix-approval-'));
+  folders.push(folder);
+  return join(folder, 'approval.db');
+};
 
 describe('the approval flow example', () => {
   it('programmatically: a rejection with a reason goes back to the model and the file stays', async () => {

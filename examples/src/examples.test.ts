@@ -1,13 +1,15 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { runCompleteExample } from './complete-example.js';
 import { PATTERNS, runPattern } from './patterns/run.js';
 
 // An environment without provider settings, so the examples play their scripts whatever the machine has
 // set, and a database of its own.
-const scriptedEnv: NodeJS.ProcessEnv = { HELIX_DB: join(mkdtempSync(join(tmpdir(), 'helix-demo-')), 'demo.db') };
+const folder = mkdtempSync(join(tmpdir(), 'helix-demo-'));
+const scriptedEnv: NodeJS.ProcessEnv = { HELIX_DB: join(folder, 'demo.db') };
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 describe('examples run on the scripted model', () => {
   it('the Complete Example (the demo) shows hooks, streamed text, the output and the usage rollup', async () => {

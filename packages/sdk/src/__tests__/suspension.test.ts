@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -47,8 +47,10 @@ function hitlAgent(steps: ScriptedStep[], hooks = {}) {
 
 type StoreKind = 'memory' | 'sqlite';
 const opened: { close(): void }[] = [];
+const folders: string[] = [];
 afterAll(() => {
   for (const stores of opened) stores.close();
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
 });
 
 /**
@@ -57,7 +59,9 @@ afterAll(() => {
  */
 function world(kind: StoreKind, options: { approvalSecret?: string } = {}) {
   const logger = memoryLogger();
-  const path = join(mkdtempSync(join(tmpdir(), 'helix-hitl-')), 'hitl.db');
+  const folder = mkdtempSync(join(tmpdir(), 'helix-hitl-'));
+  folders.push(folder);
+  const path = join(folder, 'hitl.db');
   const open = (): { stateStore: StateStore; streamManager: StreamManager } => {
     if (kind === 'memory') return { stateStore: new InMemoryStateStore(), streamManager: new InMemoryStreamManager() };
     const stores = openSqliteStores({ path });
