@@ -308,6 +308,22 @@ describe('error policies and timeouts (C1)', () => {
     expect((await (await executor.execute(agent, 'go', { hookManager })).result()).status).toBe('completed');
   });
 
+  it('a handler that timed out under fail-open cannot write state afterwards (its late writes are ignored)', async () => {
+    const { executor, logger } = setup();
+    const agent = counterAgent([{ ...finish('x'), delayMs: 60 }]);
+    const late = guard(
+      async (_p: unknown, ctx: { updateState: (fn: (d: Counter) => void) => void }) => {
+        await new Promise((r) => setTimeout(r, 30));
+        ctx.updateState((d) => void (d.count = 99));
+      },
+      { timeoutMs: 5, onError: 'fail-open' },
+    );
+    const result = await (await executor.execute(agent, 'go', { hooks: { onAgentStart: late as never } })).result();
+    expect(result.status).toBe('completed');
+    expect((result.state as Counter).count).toBe(0);
+    expect(logger.lines.some((l) => l.includes('timed out; its late state write was ignored'))).toBe(true);
+  });
+
   it('block-tool is only valid on beforeTool', () => {
     expect(() => createHookManager({ afterTool: guard(() => {}, { onError: 'block-tool' }) })).toThrowError(/only applies to beforeTool/);
   });

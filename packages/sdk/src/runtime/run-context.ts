@@ -217,14 +217,23 @@ export class RunContext {
         value = await (entry.handler as Handler)(payload, ctx);
       } else {
         let timer: NodeJS.Timeout | undefined;
+        // A handler that timed out may still be running: its late writes must not land in a later commit.
+        let expired = false;
+        const late = (what: string) => () => {
+          this.setup.logger.warn(`the ${entry.point} hook "${entry.name}" timed out; its late ${what} was ignored`, { runId: this.setup.runId });
+        };
+        const bounded: HookContext<unknown, unknown> = Object.create(ctx, {
+          updateState: { value: (updater: (draft: Draft<unknown>) => void) => (expired ? late('state write')() : ctx.updateState(updater)) },
+          updateMessages: { value: async (updater: (messages: Message[]) => void) => (expired ? late('message edit')() : ctx.updateMessages(updater)) },
+        }) as HookContext<unknown, unknown>;
         const timeout = new Promise<never>((_resolve, reject) => {
-          timer = setTimeout(
-            () => reject(new HookError('hook_timeout', `The ${entry.point} hook "${entry.name}" did not settle within ${entry.timeoutMs} ms.`, { details: { hook: entry.point, name: entry.name, timeoutMs: entry.timeoutMs } })),
-            entry.timeoutMs,
-          );
+          timer = setTimeout(() => {
+            expired = true;
+            reject(new HookError('hook_timeout', `The ${entry.point} hook "${entry.name}" did not settle within ${entry.timeoutMs} ms.`, { details: { hook: entry.point, name: entry.name, timeoutMs: entry.timeoutMs } }));
+          }, entry.timeoutMs);
         });
         try {
-          value = await Promise.race([(entry.handler as Handler)(payload, ctx), timeout]);
+          value = await Promise.race([(entry.handler as Handler)(payload, bounded), timeout]);
         } finally {
           clearTimeout(timer);
         }
