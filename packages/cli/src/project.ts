@@ -118,17 +118,22 @@ export async function loadProject(folder: string): Promise<Project> {
     diagnostics.push({ severity, code, ...(file === undefined ? {} : { file }), message });
   };
 
+  /** Imports a project module and returns its default export; a module that fails to load is reported. */
+  const defaultExport = async (file: string): Promise<{ ok: true; value: unknown } | { ok: false }> => {
+    try {
+      return { ok: true, value: (await importModule(join(dir, file)))['default'] };
+    } catch (error) {
+      report('error', 'module_load_failed', file, `could not be loaded: ${errorText(error)}`);
+      return { ok: false };
+    }
+  };
+
   const agents: ProjectAgent[] = [];
   for (const path of modulesUnder(join(dir, 'agents'))) {
     const file = `agents/${path}`;
-    let module: Record<string, unknown>;
-    try {
-      module = await importModule(join(dir, file));
-    } catch (error) {
-      report('error', 'module_load_failed', file, `could not be loaded: ${errorText(error)}`);
-      continue;
-    }
-    const agent = module['default'];
+    const loaded = await defaultExport(file);
+    if (!loaded.ok) continue;
+    const agent = loaded.value;
     if (!isAgentConfig(agent)) {
       report('error', 'agent_default_export', file, `the default export must be defineAgent(...), got ${describeValue(agent)}`);
       continue;
@@ -168,14 +173,9 @@ export async function loadProject(folder: string): Promise<Project> {
       report('error', 'hook_name_invalid', file, problem);
       continue;
     }
-    let module: Record<string, unknown>;
-    try {
-      module = await importModule(join(dir, file));
-    } catch (error) {
-      report('error', 'module_load_failed', file, `could not be loaded: ${errorText(error)}`);
-      continue;
-    }
-    const hook = module['default'];
+    const loaded = await defaultExport(file);
+    if (!loaded.ok) continue;
+    const hook = loaded.value;
     if (!isHookDefinition(hook)) {
       report('error', 'hook_default_export', file, `the default export must be defineHook(...), got ${describeValue(hook)}`);
       continue;

@@ -2,6 +2,7 @@ import { expect } from 'vitest';
 import { AgentError } from '../errors.js';
 import type { Message } from '../messages.js';
 import type { BeginRunRequest } from '../store.js';
+import type { UsageEntry } from '../usage.js';
 
 /** A fixed clock origin: lease tests pass `now` explicitly, so they never depend on the wall clock. */
 export const T0 = 1_700_000_000_000;
@@ -91,4 +92,30 @@ export function pairs<T>(factory: PairFactory<T>): {
     }
   }
   return { one: (fn) => () => inPair(({ first }) => fn(first)), two: (fn) => () => inPair(fn) };
+}
+
+/** A model-call usage entry with these token counts (undefined: the provider reported none). */
+export function llmUsageEntry(sessionId: string, runId: string, stepIndex: number, tokens: Partial<{ prompt: number; completion: number; cached: number; cacheWrite: number; reasoning: number }> | undefined, success = true): UsageEntry {
+  return {
+    kind: 'llm',
+    sessionId,
+    runId,
+    stepIndex,
+    attempt: 1,
+    model: 'scripted',
+    usage:
+      tokens === undefined
+        ? undefined
+        : {
+            promptTokens: tokens.prompt ?? 0,
+            completionTokens: tokens.completion ?? 0,
+            totalTokens: (tokens.prompt ?? 0) + (tokens.completion ?? 0),
+            ...(tokens.cached === undefined ? {} : { cachedTokens: tokens.cached }),
+            ...(tokens.cacheWrite === undefined ? {} : { cacheWriteTokens: tokens.cacheWrite }),
+            ...(tokens.reasoning === undefined ? {} : { reasoningTokens: tokens.reasoning }),
+          },
+    success,
+    durationMs: 10,
+    at: T0,
+  };
 }

@@ -5,7 +5,7 @@ import type { Commit, JournalEntry, JournalKind, StateStore, SuspensionRecord } 
 import { GENESIS_CHECKPOINT } from '../store.js';
 import type { UsageEntry, UsageStore } from '../usage.js';
 import { rollupUsage } from '../usage.js';
-import { beginRequest as begin, expectCode, pairs, rows, T0 } from './fixtures.js';
+import { beginRequest as begin, expectCode, llmUsageEntry, pairs, rows, T0 } from './fixtures.js';
 
 /** How the conformance suite gets fresh stores. Only `name` and `create` are required. */
 export interface StateStoreConformanceOptions {
@@ -69,18 +69,7 @@ function varied(k: number): Message {
 }
 
 function llmUsage(sessionId: string, runId: string, stepIndex: number, prompt: number, success = true): UsageEntry {
-  return {
-    kind: 'llm',
-    sessionId,
-    runId,
-    stepIndex,
-    attempt: 1,
-    model: 'scripted',
-    usage: { promptTokens: prompt, completionTokens: 2, totalTokens: prompt + 2, cachedTokens: 1 },
-    success,
-    durationMs: 5,
-    at: T0,
-  };
+  return llmUsageEntry(sessionId, runId, stepIndex, { prompt, completion: 2, cached: 1 }, success);
 }
 
 function toolUsage(sessionId: string, runId: string, stepIndex: number, toolName: string, success = true): UsageEntry {

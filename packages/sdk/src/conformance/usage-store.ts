@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { UsageEntry, UsageStore } from '../usage.js';
 import { rollupUsage } from '../usage.js';
-import { T0 } from './fixtures.js';
+import { llmUsageEntry, T0 } from './fixtures.js';
 
 /** How the usage conformance suite gets fresh usage stores. */
 export interface UsageStoreConformanceOptions {
@@ -11,31 +11,6 @@ export interface UsageStoreConformanceOptions {
   readonly create: () => UsageStore | Promise<UsageStore>;
   /** Called after each test with the store `create` returned. */
   readonly destroy?: (store: UsageStore) => void | Promise<void>;
-}
-
-function llm(sessionId: string, runId: string, stepIndex: number, tokens: Partial<{ prompt: number; completion: number; cached: number; cacheWrite: number; reasoning: number }> | undefined, success = true): UsageEntry {
-  return {
-    kind: 'llm',
-    sessionId,
-    runId,
-    stepIndex,
-    attempt: 1,
-    model: 'scripted',
-    usage:
-      tokens === undefined
-        ? undefined
-        : {
-            promptTokens: tokens.prompt ?? 0,
-            completionTokens: tokens.completion ?? 0,
-            totalTokens: (tokens.prompt ?? 0) + (tokens.completion ?? 0),
-            ...(tokens.cached === undefined ? {} : { cachedTokens: tokens.cached }),
-            ...(tokens.cacheWrite === undefined ? {} : { cacheWriteTokens: tokens.cacheWrite }),
-            ...(tokens.reasoning === undefined ? {} : { reasoningTokens: tokens.reasoning }),
-          },
-    success,
-    durationMs: 10,
-    at: T0,
-  };
 }
 
 function tool(sessionId: string, runId: string, toolName: string, success = true, durationMs = 4): UsageEntry {
@@ -66,9 +41,9 @@ export function runUsageStoreConformance(options: UsageStoreConformanceOptions):
     }));
 
     it('rolls up by run, by session, by both and overall exactly as rollupUsage folds the entries', withStore(async (store) => {
-      const a = [llm('s1', 'r1', 0, { prompt: 10, completion: 5, cached: 3, cacheWrite: 2, reasoning: 1 }), tool('s1', 'r1', 'search'), tool('s1', 'r1', 'search', false, 7)];
-      const b = [llm('s1', 'r2', 0, { prompt: 4, completion: 1 }, false), llm('s1', 'r2', 1, undefined), tool('s1', 'r2', 'fetch')];
-      const c = [llm('s2', 'r3', 0, { prompt: 100, completion: 50 })];
+      const a = [llmUsageEntry('s1', 'r1', 0, { prompt: 10, completion: 5, cached: 3, cacheWrite: 2, reasoning: 1 }), tool('s1', 'r1', 'search'), tool('s1', 'r1', 'search', false, 7)];
+      const b = [llmUsageEntry('s1', 'r2', 0, { prompt: 4, completion: 1 }, false), llmUsageEntry('s1', 'r2', 1, undefined), tool('s1', 'r2', 'fetch')];
+      const c = [llmUsageEntry('s2', 'r3', 0, { prompt: 100, completion: 50 })];
       await store.record(a);
       await store.record(b);
       await store.record(c);
@@ -88,14 +63,14 @@ export function runUsageStoreConformance(options: UsageStoreConformanceOptions):
     }));
 
     it('every record call adds its entries, even identical ones', withStore(async (store) => {
-      const entry = llm('s1', 'r1', 0, { prompt: 1, completion: 1 });
+      const entry = llmUsageEntry('s1', 'r1', 0, { prompt: 1, completion: 1 });
       await store.record([entry]);
       await store.record([entry]);
       expect((await store.getRollup({ runId: 'r1' })).modelCalls).toBe(2);
     }));
 
     it('keeps many entries', withStore(async (store) => {
-      const entries = Array.from({ length: 2_000 }, (_, i) => (i % 3 === 0 ? tool('s1', `r${i % 7}`, `t${i % 5}`, i % 4 !== 0, i) : llm('s1', `r${i % 7}`, i, { prompt: i, completion: 1 }, i % 11 !== 0)));
+      const entries = Array.from({ length: 2_000 }, (_, i) => (i % 3 === 0 ? tool('s1', `r${i % 7}`, `t${i % 5}`, i % 4 !== 0, i) : llmUsageEntry('s1', `r${i % 7}`, i, { prompt: i, completion: 1 }, i % 11 !== 0)));
       for (let i = 0; i < entries.length; i += 100) await store.record(entries.slice(i, i + 100));
       expect(await store.getRollup({ sessionId: 's1' })).toEqual(rollupUsage(entries));
       expect(await store.getRollup({ runId: 'r3' })).toEqual(rollupUsage(entries.filter((e) => e.runId === 'r3')));

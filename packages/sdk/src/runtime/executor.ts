@@ -137,6 +137,11 @@ function recordedStart(signal: StartSignalKind, options: RunOptionsRecord): Reco
   return { ...((options.start ?? {}) as RecordedStart), signal };
 }
 
+/** The user's text among a turn's input rows (empty when there is none). */
+function turnInput(rows: readonly Message[] | undefined): string {
+  return rows?.find((m) => m.role === 'user')?.content ?? '';
+}
+
 /** Rows that cancel the calls a suspended run was waiting on (every tool call keeps a result). */
 function cancelledRows(pending: readonly PendingCall[]): Message[] {
   return pending.map((p) => {
@@ -487,33 +492,16 @@ export class JSAgentExecutor {
     const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input);
     const turn = begun.session.turn;
     return this.#launch(
-      {
-        agent,
-        hooks,
-        stateStore: this.stateStore,
-        writer,
-        usageStore: options.usageStore,
-        logger: this.#logger,
-        sessionId,
-        runId,
-        streamId: sessionId,
-        turnId: turn?.turnId ?? turnId,
-        epoch: begun.lease.epoch,
-        abort: new AbortController(),
-        strictTerminalHooks: this.#strictTerminalHooks,
-        auditHooks: this.#auditHooks,
-        ...(this.#approvalSecret === undefined ? {} : { signApproval: (s: string, c: string, i: unknown) => this.signApproval(s, c, i) }),
-        ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
-        ...(options.userId === undefined ? {} : { userId: options.userId }),
-        ...(options.tags === undefined ? {} : { tags: options.tags }),
-        ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
-      },
+      this.#setup(
+        { agent, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch },
+        { ...options, ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }) },
+      ),
       begun.lease,
       { state: begun.session.state, messages: begun.session.messages, startedAt },
       {
         ...spec.start,
         signal: spec.signal,
-        input: spec.newTurn ? input : (turn?.input.find((m) => m.role === 'user')?.content ?? ''),
+        input: spec.newTurn ? input : turnInput(turn?.input),
         inputMessages: spec.newTurn ? inputMessages : (turn?.input ?? []),
         turnStartCommitted: spec.newTurn ? false : turn?.startCommitted === true,
         signalFired: false,
@@ -549,6 +537,27 @@ export class JSAgentExecutor {
     return handles;
   }
 
+  /** A run's setup: its own fields, this executor's, and who the run is for (user, tags, metadata, parent). */
+  #setup(
+    own: Pick<RunSetup, 'agent' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch'>,
+    attribution: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId'>,
+  ): RunSetup {
+    return {
+      ...own,
+      stateStore: this.stateStore,
+      logger: this.#logger,
+      streamId: own.sessionId,
+      abort: new AbortController(),
+      strictTerminalHooks: this.#strictTerminalHooks,
+      auditHooks: this.#auditHooks,
+      ...(this.#approvalSecret === undefined ? {} : { signApproval: (s: string, c: string, i: unknown) => this.signApproval(s, c, i) }),
+      ...(attribution.parentSessionId === undefined ? {} : { parentSessionId: attribution.parentSessionId }),
+      ...(attribution.userId === undefined ? {} : { userId: attribution.userId }),
+      ...(attribution.tags === undefined ? {} : { tags: attribution.tags }),
+      ...(attribution.metadata === undefined ? {} : { metadata: attribution.metadata }),
+    };
+  }
+
   /** Claims one expired run and continues it; undefined when another process claimed it first. */
   async #recoverOne(agent: AgentConfig<unknown, unknown>, runId: string, options: RecoverOptions): Promise<AgentHandle | undefined> {
     let claimed;
@@ -563,30 +572,10 @@ export class JSAgentExecutor {
     const hooks = this.#hooksFor(agent, options.hooks, options.hookManager);
     await this.#warmUp(hooks);
     const turn = session.turn;
-    const input = turn?.input.find((m) => m.role === 'user')?.content ?? run.options.input ?? '';
+    const input = turnInput(turn?.input) || (run.options.input ?? '');
     const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, run.signal, input);
     return this.#launch(
-      {
-        agent,
-        hooks,
-        stateStore: this.stateStore,
-        writer,
-        usageStore: options.usageStore,
-        logger: this.#logger,
-        sessionId: session.sessionId,
-        runId: run.runId,
-        streamId: session.sessionId,
-        turnId: run.turnId,
-        epoch: lease.epoch,
-        abort: new AbortController(),
-        strictTerminalHooks: this.#strictTerminalHooks,
-        auditHooks: this.#auditHooks,
-        ...(this.#approvalSecret === undefined ? {} : { signApproval: (s: string, c: string, i: unknown) => this.signApproval(s, c, i) }),
-        ...(run.options.parentSessionId === undefined ? {} : { parentSessionId: run.options.parentSessionId }),
-        ...(run.options.userId === undefined ? {} : { userId: run.options.userId }),
-        ...(run.options.tags === undefined ? {} : { tags: run.options.tags }),
-        ...(run.options.metadata === undefined ? {} : { metadata: run.options.metadata }),
-      },
+      this.#setup({ agent, hooks, writer, usageStore: options.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch }, run.options),
       lease,
       { state: session.state, messages: session.messages, startedAt: run.startedAt, stepCount: run.stepCount, journal },
       {
