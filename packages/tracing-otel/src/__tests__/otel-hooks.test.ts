@@ -16,6 +16,9 @@ describe('createOtelHooks: the span tree of a run', () => {
     const meet = async (q: string) => {
       if (++arrived === 2) releaseBoth();
       await bothStarted;
+      // Stay open together well past the SDK's clock granularity: it stamps a span's start with Date.now()
+      // (whole milliseconds) and its end from performance.now(), so an overlap under 1 ms is not observable.
+      await new Promise((r) => setTimeout(r, 5));
       return { found: q };
     };
     const a = agent(
