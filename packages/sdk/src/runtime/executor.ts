@@ -7,56 +7,15 @@ import type { AgentHooks } from '../hooks/types.js';
 import type { LLMAdapter } from '../llm.js';
 import type { Message } from '../messages.js';
 import { GENESIS_CHECKPOINT } from '../store.js';
-import type { BeginRunRequest, PendingCall, RunLease, RunOptionsRecord, SessionSnapshot, StateStore } from '../store.js';
-import type { StartSignalKind, StreamChunk, StreamManager, StreamWriter } from '../stream.js';
+import type { BeginRunRequest, CheckpointInfo, PendingCall, RunLease, RunOptionsRecord, RunRecord, SessionSnapshot, StateStore } from '../store.js';
+import type { StartSignalKind, StreamChunk, StreamManager, StreamReadOptions, StreamWriter } from '../stream.js';
 import type { UsageRollup, UsageStore } from '../usage.js';
 import { runLoop, type Delivery, type RunStart } from './agent-run.js';
 import { crashPoint } from './crash-points.js';
 import { consoleLogger, type Logger } from './logger.js';
 import type { AgentResult } from './result.js';
 import { RunContext, type AuditHooks, type RunSetup } from './run-context.js';
-
-/** Per-run options of `execute()`. */
-export interface ExecuteOptions<TState = unknown, TOutput = unknown> {
-  /** Run in this session (a new one is created when absent); a second execute on a session starts a new turn and supersedes a run still going. */
-  readonly sessionId?: string;
-  readonly userId?: string;
-  readonly tags?: readonly string[];
-  readonly metadata?: Readonly<Record<string, string>>;
-  /** Execution-level hooks; they run after the agent's own hooks (and after `hookManager`'s). */
-  readonly hooks?: AgentHooks<TState, TOutput>;
-  /** Execution-level hooks as a manager (e.g. from `composeHookManagers`). */
-  readonly hookManager?: HookManager<TState, TOutput>;
-  /** Where model and tool usage is recorded; `handle.getUsageRollup()` reads it. Pass the state store itself (durable stores are usage stores too) to record usage atomically with each commit. */
-  readonly usageStore?: UsageStore;
-  /** Aborting it interrupts the run, like `handle.interrupt()`. */
-  readonly abortSignal?: AbortSignal;
-  /** The state of a new session (validated by the agent's stateSchema; its defaults apply). Ignored for an existing session. */
-  readonly initialState?: unknown;
-  /** The parent's session id, for sub-agents. */
-  readonly parentSessionId?: string;
-}
-
-/** A running (or finished) run. */
-export interface AgentHandle<TState = unknown, TOutput = unknown> {
-  readonly sessionId: string;
-  readonly runId: string;
-  readonly streamId: string;
-  /** Resolves when the run ends, whatever the ending (never rejects). */
-  result(): Promise<AgentResult<TState, TOutput>>;
-  /** This run's chunks, from run_started to its terminal chunk: live, or replayed after the run ended. */
-  stream(): AsyncIterable<StreamChunk>;
-  /** The run's usage so far, or undefined when no usageStore was given. */
-  getUsageRollup(): Promise<UsageRollup | undefined>;
-  /**
-   * Stops the run: no new model call or tool starts, calls that finish keep their recorded results, the
-   * rest are paired `run_stopped`, the terminal commit is written and onAgentFail fires with
-   * `run_interrupted` (status `interrupted`). Resolves with the result.
-   */
-  stop(reason?: string): Promise<AgentResult<TState, TOutput>>;
-  /** The same as `stop()`: the spec's name for it. */
-  interrupt(reason?: string): Promise<AgentResult<TState, TOutput>>;
-}
+import type { AgentHandle, AgentRuntime, ExecuteOptions, RecoverOptions, ResumeOptions, RetryOptions, RunCallOptions } from './agent-runtime.js';
 
 /** Options of a {@link JSAgentExecutor}. */
 export interface JSAgentExecutorOptions {
@@ -90,44 +49,6 @@ export interface RunStartedInfo {
   /** True for a run continued by recover(). */
   readonly recovered: boolean;
 }
-
-/** Per-run options of resume(), retry(), send() and the answer entry points. */
-export interface RunCallOptions {
-  readonly userId?: string;
-  readonly tags?: readonly string[];
-  readonly metadata?: Readonly<Record<string, string>>;
-  readonly hooks?: AgentHooks;
-  readonly hookManager?: HookManager;
-  readonly usageStore?: UsageStore;
-  readonly abortSignal?: AbortSignal;
-}
-
-/** A client tool's result, for resume({ mode: 'continue' }) / submitToolResult(). */
-export interface ToolResultSubmission {
-  readonly toolCallId: string;
-  readonly result: unknown;
-  readonly isError?: boolean;
-}
-
-/** A human's decision on a call that needs approval. */
-export interface ApprovalDecision {
-  readonly toolCallId: string;
-  readonly decision: 'approve' | 'reject';
-  /** Edited arguments (approve only); validated against the tool's input schema. */
-  readonly input?: unknown;
-  /** Told to the model on a rejection. */
-  readonly reason?: string;
-  /** Required when the executor signs approvals (`approvalSecret`): from the tool_approval_request chunk or signApproval(). */
-  readonly signature?: string;
-}
-
-/** How to resume a session. */
-export type ResumeOptions = RunCallOptions &
-  (
-    | { readonly mode: 'continue' | 'with_confirmation'; readonly toolResults?: readonly ToolResultSubmission[]; readonly decisions?: readonly ApprovalDecision[] }
-    | { readonly mode: 'with_message'; readonly message: string }
-    | { readonly mode: 'from_checkpoint'; readonly checkpointId: string }
-  );
 
 /** What a run began with beyond its K1 (kept on the run record, so a recovery can finish it the same way). */
 type RecordedStart = Pick<RunStart, 'resumed' | 'retried' | 'deliveries' | 'stillPending' | 'extraMessage'>;
@@ -167,30 +88,20 @@ function safeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** Options of {@link JSAgentExecutor.recover}. */
-export interface RecoverOptions {
-  /** The agents that may be recovered, by name (a run of an agent not listed is left alone). */
-  readonly agents: readonly AgentConfig<unknown, unknown>[] | ReadonlyMap<string, AgentConfig<unknown, unknown>>;
-  /** Hooks for the recovered runs (after each agent's own hooks); hooks passed to the original execute() are not stored. */
-  readonly hooks?: AgentHooks;
-  readonly hookManager?: HookManager;
-  readonly usageStore?: UsageStore;
-  /** At most this many runs (default 100). */
-  readonly limit?: number;
-}
-
 const EMPTY_MANAGER = new HookManager<unknown, unknown>();
 
 /**
  * runtime-js: runs agents in this process over any {@link StateStore}, {@link StreamManager} and
  * {@link LLMAdapter}. Runs hold a lease they renew; `recover()` continues runs whose process died.
  */
-export class JSAgentExecutor {
+export class JSAgentExecutor implements AgentRuntime {
   readonly #logger: Logger;
   readonly #strictTerminalHooks: boolean;
   readonly #auditHooks: AuditHooks;
   readonly #warmed = new Set<HookObject>();
   readonly #runListeners = new Set<(info: RunStartedInfo) => void>();
+  /** The runs this executor is running now, by session (stop(sessionId) finds them here). */
+  readonly #live = new Map<string, AgentHandle>();
   readonly #agents = new Map<string, AgentConfig<unknown, unknown>>();
   readonly #approvalSecret: string | undefined;
   readonly #generateId: (kind: 'run' | 'turn' | 'session') => string;
@@ -341,7 +252,7 @@ export class JSAgentExecutor {
    * (or `checkpointId`; genesis when there is none), fires onAgentRetry, runs owed start work, appends
    * `message` when given, and goes on.
    */
-  async retry(sessionId: string, options: RunCallOptions & { readonly message?: string; readonly checkpointId?: string } = {}): Promise<AgentHandle> {
+  async retry(sessionId: string, options: RetryOptions = {}): Promise<AgentHandle> {
     const session = await this.#session(sessionId);
     const agent = this.#agentFor(session.agentType);
     const failed = session.currentRunId === undefined ? undefined : await this.stateStore.getRun(session.currentRunId);
@@ -364,6 +275,37 @@ export class JSAgentExecutor {
         ...(options.message === undefined ? {} : { extraMessage: options.message }),
       },
     });
+  }
+
+  /** Stops the session's current run if this executor runs it (see {@link AgentHandle.stop}); undefined when it runs nothing there. */
+  async stop(sessionId: string, reason?: string): Promise<AgentResult | undefined> {
+    const handle = this.#live.get(sessionId);
+    return handle ? handle.stop(reason) : undefined;
+  }
+
+  /** The same as {@link stop}. */
+  async interrupt(sessionId: string, reason?: string): Promise<AgentResult | undefined> {
+    return this.stop(sessionId, reason);
+  }
+
+  /** A session's stream: every run's chunks in order, from `options.fromSeq` (live unless `follow: false`). */
+  readStream(sessionId: string, options?: StreamReadOptions): AsyncIterable<StreamChunk> {
+    return this.streamManager.read(sessionId, options);
+  }
+
+  /** The committed session, or undefined. */
+  async getSession(sessionId: string): Promise<SessionSnapshot | undefined> {
+    return this.stateStore.loadSession(sessionId);
+  }
+
+  /** A run as stored, or undefined. */
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    return this.stateStore.getRun(runId);
+  }
+
+  /** The session's checkpoints, oldest first. */
+  async listCheckpoints(sessionId: string): Promise<readonly CheckpointInfo[]> {
+    return this.stateStore.listCheckpoints(sessionId);
   }
 
   /** Signs an approval for a call (HMAC-SHA256 over session, call id and arguments); needs `approvalSecret`. */
@@ -685,7 +627,7 @@ export class JSAgentExecutor {
       if (!abort.signal.aborted) abort.abort(new RunInterruptedError(reason ?? 'The run was interrupted.'));
       return done;
     };
-    return {
+    const handle: AgentHandle = {
       sessionId,
       runId,
       streamId: setup.streamId,
@@ -695,6 +637,11 @@ export class JSAgentExecutor {
       stop,
       interrupt: stop,
     };
+    this.#live.set(sessionId, handle);
+    void done.then(() => {
+      if (this.#live.get(sessionId) === handle) this.#live.delete(sessionId);
+    });
+    return handle;
   }
 
   /** Renews the run's lease every third of its length; a refused renewal means another process took over (rule 46). */

@@ -1,0 +1,6 @@
+/**
+ * @helix-agents/sdk/store: what a store implementer writes code against (the records a state store
+ * keeps, the commit and journal shapes, the session rules every store applies). Users of the runtime
+ * do not need it; they pass a store to an executor.
+ */
+export * from '../store.js';
