@@ -12,7 +12,7 @@ export * from './hooks/serialize.js';
 export { JSAgentExecutor } from './runtime/executor.js';
 export type { JSAgentExecutorOptions, RunStartedInfo } from './runtime/executor.js';
 export type { AgentRuntime, ExecuteOptions, AgentHandle, RecoverOptions, RunCallOptions, ResumeOptions, RetryOptions, ToolResultSubmission, ApprovalDecision } from './runtime/agent-runtime.js';
-export type { AuditHooks } from './runtime/run-context.js';
+export type { AuditHooks } from './runtime/hook-dispatch.js';
 export { crashPoint } from './runtime/crash-points.js';
 export type { CrashPointName } from './runtime/crash-points.js';
 export type { AgentResult } from './runtime/result.js';

@@ -2,10 +2,14 @@ import { FINISH_TOOL_NAME } from '../define.js';
 import { AgentError, agentErrorFromInfo, HookError, RunInterruptedError, type AgentErrorInfo } from '../errors.js';
 import type { BeforeLLMCallPayload, BeforeLLMCallResult, StepPlan } from '../hooks/types.js';
 import type { LLMAdapter, LLMToolSpec, StepFailure, StepResult, StepSuccess } from '../llm.js';
-import type { Message } from '../messages.js';
+import type { AssistantMessage, Message } from '../messages.js';
 import { crashPoint } from './crash-points.js';
-import type { RunContext, WriteScope } from './run-context.js';
+import type { HookEntry } from '../hooks/manager.js';
+import type { Verdict, WriteScope } from './hook-dispatch.js';
+import { modelReplyRecord } from './journal-records.js';
+import { STEP_OWNER, type Run } from './run.js';
 import { sleep } from './sleep.js';
+import { firstTripped } from './stop-conditions.js';
 
 const DEFAULT_ATTEMPTS = 3;
 const DEFAULT_INITIAL_DELAY_MS = 500;
@@ -33,7 +37,7 @@ function retryDelay(failure: StepFailure, attempt: number, initial: number, max:
  * announced once per distinct message by a warning chunk (D12). Returns the successful reply or
  * throws the last classified error.
  */
-export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
+export async function callModel(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
   const { agent } = run.setup;
   const config = agent.llmConfig;
   const maxAttempts = Math.max(1, config.retry?.maxAttempts ?? DEFAULT_ATTEMPTS);
@@ -48,12 +52,9 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
   for (let attempt = 1; ; attempt++) {
     if (run.signal.aborted) throw new RunInterruptedError();
     const systemPrompt = typeof agent.systemPrompt === 'function' ? agent.systemPrompt(run.state) : agent.systemPrompt;
-    let request: { messages: readonly Message[]; systemPrompt: string | undefined; tools: readonly LLMToolSpec[] } = {
-      messages: run.messages,
-      systemPrompt,
-      tools: agent.llmTools,
-    };
-    if (run.hooks.has('beforeLLMCall')) request = await beforeLLMCallChain(run, new LLMCallPayload(run.messages, systemPrompt, agent, attempt), scope, request);
+    const messages = run.work.messages;
+    let request: ModelRequest = { messages, systemPrompt, tools: agent.llmTools };
+    if (run.hooks.has('beforeLLMCall')) request = await beforeLLMCallChain(run, new LLMCallPayload(messages, systemPrompt, agent, attempt), scope, request);
     await run.emit({ type: 'step_start', stepIndex, attempt, ...run.chunkBase() });
     crashPoint('in_model_call');
 
@@ -80,7 +81,7 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
     if (!result.ok && timeout?.aborted && !run.signal.aborted) {
       result = { ...result, error: new AgentError('provider_timeout', `The model did not answer within ${config.timeoutMs} ms.`, { details: { timeoutMs: config.timeoutMs } }).info };
     }
-    run.usage.push({
+    run.books.addUsage({
       kind: 'llm',
       sessionId: run.setup.sessionId,
       runId: run.setup.runId,
@@ -93,13 +94,9 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
       at: Date.now(),
     });
 
-    // The attempt that trips a budget still reaches afterLLMCall (rule 69: hooks see every billed call).
-    let budgetError: AgentError | undefined;
-    try {
-      chargeBudget(run, result);
-    } catch (error) {
-      budgetError = error as AgentError;
-    }
+    // The attempt that trips a budget still reaches afterLLMCall (docs/rules.md, rule 69: hooks see every billed call).
+    const spend = run.books.charge(result, agent.limits?.pricing);
+    const budgetError = run.guards.afterAttempt.length > 0 ? firstTripped(run.guards.afterAttempt, { rows: [], emptyReply: false, spend }) : undefined;
     let plan: StepPlan;
     let delayMs = 0;
     if (result.ok) {
@@ -111,7 +108,7 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
       plan = { kind: 'fail', error: result.error };
     }
     if (run.hooks.has('afterLLMCall')) {
-      await run.fire('afterLLMCall', {
+      await run.hooks.fire('afterLLMCall', {
         result,
         plan,
         durationMs,
@@ -129,46 +126,41 @@ export async function callModel(run: RunContext, adapter: LLMAdapter, warned: Se
   }
 }
 
+/** What a model attempt sends. */
+interface ModelRequest {
+  readonly messages: readonly Message[];
+  readonly systemPrompt: string | undefined;
+  readonly tools: readonly LLMToolSpec[];
+}
+
+/** beforeLLMCall's interpret step: `{ block }` ends the chain (the first block wins); `{ messages, tools }` rewrites this attempt for later handlers. */
+function interpretBeforeLLMCall(value: unknown, payload: LLMCallPayload, entry: HookEntry): Verdict<LLMCallPayload, { reason: string; name: string }> {
+  const v = value as BeforeLLMCallResult | undefined;
+  if (!v || typeof v !== 'object') return undefined;
+  if (v.block === true) {
+    const reason = v.reason?.trim() || 'Blocked by beforeLLMCall.';
+    return { decision: 'block', reason, end: { reason, name: entry.name } };
+  }
+  if (v.messages !== undefined || v.tools !== undefined) return { decision: 'rewrite', payload: payload.rewrite(v.messages, v.tools) };
+  return undefined;
+}
+
 /**
- * The beforeLLMCall chain (C3, C4): a `{ messages, tools }` return rewrites this attempt only (each later
- * handler sees it); the first `{ block }` fails the run with `hook_blocked` and no model call is made
- * (D11). A throw follows the handler's policy (fail-closed also gives `hook_blocked`).
+ * The beforeLLMCall chain: a `{ messages, tools }` return rewrites this attempt only (each later handler
+ * sees it); the first `{ block }` fails the run with `hook_blocked` and no model call is made. A throw
+ * follows the handler's policy (fail-closed also gives `hook_blocked`).
  */
-async function beforeLLMCallChain(
-  run: RunContext,
-  payload: LLMCallPayload,
-  scope: WriteScope,
-  request: { messages: readonly Message[]; systemPrompt: string | undefined; tools: readonly LLMToolSpec[] },
-): Promise<{ messages: readonly Message[]; systemPrompt: string | undefined; tools: readonly LLMToolSpec[] }> {
-  const ctx = run.contextFor('beforeLLMCall', scope);
-  let current = payload;
-  let rewritten = false;
-  for (const entry of run.hooks.entries('beforeLLMCall')) {
-    const outcome = await run.invoke(entry, current, ctx);
-    if (scope.changes.length > 0) await run.flushStateChanges(scope);
-    if (!outcome.ok) {
-      run.onHookError(entry, outcome);
-      continue;
-    }
-    const value = outcome.value as BeforeLLMCallResult | undefined;
-    if (value && typeof value === 'object' && value.block === true) {
-      const reason = value.reason?.trim() || 'Blocked by beforeLLMCall.';
-      run.audit(entry, 'block', outcome.durationMs, undefined, reason);
-      throw new HookError('hook_blocked', `The model call was blocked by an agent hook: ${reason}`, {
-        hint: `Blocked by the \`beforeLLMCall\` hook "${entry.name}".`,
-        details: { hook: 'beforeLLMCall', name: entry.name, reason, note: `Run blocked by an agent hook: ${reason}` },
-      });
-    }
-    if (value && typeof value === 'object' && (value.messages !== undefined || value.tools !== undefined)) {
-      current = current.rewrite(value.messages, value.tools);
-      rewritten = true;
-      run.audit(entry, 'rewrite', outcome.durationMs);
-    } else {
-      run.audit(entry, 'allow', outcome.durationMs);
-    }
+async function beforeLLMCallChain(run: Run, payload: LLMCallPayload, scope: WriteScope, request: ModelRequest): Promise<ModelRequest> {
+  const end = await run.hooks.chain('beforeLLMCall', payload, scope, interpretBeforeLLMCall);
+  if (end.result !== undefined) {
+    const { reason, name } = end.result;
+    throw new HookError('hook_blocked', `The model call was blocked by an agent hook: ${reason}`, {
+      hint: `Blocked by the \`beforeLLMCall\` hook "${name}".`,
+      details: { hook: 'beforeLLMCall', name, reason, note: `Run blocked by an agent hook: ${reason}` },
+    });
   }
   // A rewrite is the whole outgoing list, system prompt included.
-  return rewritten ? { messages: current.messages, systemPrompt: undefined, tools: current.tools } : request;
+  return end.payload === payload ? request : { messages: end.payload.messages, systemPrompt: undefined, tools: end.payload.tools };
 }
 
 /**
@@ -220,46 +212,12 @@ class LLMCallPayload implements BeforeLLMCallPayload {
   }
 }
 
-/** Adds an attempt's usage to the run's spend and trips the hard budgets (run_hard_stop). */
-function chargeBudget(run: RunContext, result: StepResult): void {
-  const usage = result.usage;
-  if (!usage) return;
-  const limits = run.setup.agent.limits;
-  const spent = run.spent;
-  spent.tokens += usage.totalTokens;
-  spent.input += usage.promptTokens;
-  spent.output += usage.completionTokens;
-  spent.cacheRead += usage.cachedTokens ?? 0;
-  spent.cacheWrite += usage.cacheWriteTokens ?? 0;
-  spent.reasoning += usage.reasoningTokens ?? 0;
-  spent.model = result.model;
-  const pricing = limits?.pricing;
-  if (pricing) {
-    const cached = usage.cachedTokens ?? 0;
-    run.spent.costUsd +=
-      ((usage.promptTokens - cached) * pricing.inputPerMillion + cached * (pricing.cachedInputPerMillion ?? pricing.inputPerMillion) + usage.completionTokens * pricing.outputPerMillion) /
-      1_000_000;
-  }
-  if (limits?.maxTotalTokens !== undefined && run.spent.tokens > limits.maxTotalTokens) {
-    throw new AgentError('run_hard_stop', `The run used ${run.spent.tokens} tokens, over its budget of ${limits.maxTotalTokens}.`, {
-      details: { budget: 'tokens', spent: run.spent.tokens, limit: limits.maxTotalTokens },
-      hint: 'Raise limits.maxTotalTokens or make the task smaller.',
-    });
-  }
-  if (limits?.maxCostUsd !== undefined && run.spent.costUsd > limits.maxCostUsd) {
-    throw new AgentError('run_hard_stop', `The run cost $${run.spent.costUsd.toFixed(4)}, over its budget of $${limits.maxCostUsd}.`, {
-      details: { budget: 'cost', spent: run.spent.costUsd, limit: limits.maxCostUsd },
-      hint: 'Raise limits.maxCostUsd or make the task smaller.',
-    });
-  }
-}
-
 function failureError(info: AgentErrorInfo, attempts: number): AgentError {
   if (attempts <= 1) return agentErrorFromInfo(info);
   return agentErrorFromInfo({ ...info, details: { ...info.details, attempts } });
 }
 
-function warnOnce(run: RunContext, warned: Set<string>, error: AgentErrorInfo, attempt: number, maxAttempts: number): void {
+function warnOnce(run: Run, warned: Set<string>, error: AgentErrorInfo, attempt: number, maxAttempts: number): void {
   const key = `${error.code}:${error.message}`;
   if (warned.has(key)) return;
   warned.add(key);
@@ -268,4 +226,43 @@ function warnOnce(run: RunContext, warned: Set<string>, error: AgentErrorInfo, a
     errorInfo: { ...error, severity: 'warning', details: { ...error.details, attempt, maxAttempts } },
     ...run.chunkBase(),
   });
+}
+
+/**
+ * The step's model reply: replayed from the step recorder when a process that died recorded it, else a
+ * model call (with retries). A reply that calls a side-effecting tool is recorded, so a recovery runs
+ * the same calls instead of asking the model again.
+ */
+export async function modelReply(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
+  const toolsByName = run.setup.agent.toolsByName;
+  let live: StepSuccess | undefined;
+  const outcome = await run.recorder.replayOrRun(
+    { kind: 'model_reply', step: run.stepCount },
+    modelReplyRecord,
+    async () => {
+      const reply = await callModel(run, adapter, warned, scope);
+      live = reply;
+      await run.appendMessage(assistantMessage(reply), scope);
+      const { text, toolCalls, finishReason, model, usage, reasoning } = reply;
+      const kept: StepSuccess = { ok: true, text, toolCalls, finishReason, model, ...(usage ? { usage } : {}), ...(reasoning === undefined ? {} : { reasoning }) };
+      return { reply: kept, patches: run.work.patchesOf(STEP_OWNER) };
+    },
+    { persist: ({ reply }) => reply.toolCalls.some((c) => c.name !== FINISH_TOOL_NAME && toolsByName.get(c.name)?.sideEffects === true) },
+  );
+  if (outcome.status !== 'replayed') {
+    if (outcome.status === 'ran') return live ?? outcome.value.reply;
+    throw new AgentError('run_internal_error', 'A model reply cannot be interrupted.');
+  }
+  run.work.applyRecorded(outcome.value.patches, STEP_OWNER);
+  await run.appendMessage(assistantMessage(outcome.value.reply), run.runScope, false);
+  return outcome.value.reply;
+}
+
+function assistantMessage(reply: StepSuccess): AssistantMessage {
+  return {
+    role: 'assistant',
+    content: reply.text,
+    ...(reply.toolCalls.length > 0 ? { toolCalls: reply.toolCalls } : {}),
+    ...(reply.reasoning === undefined ? {} : { reasoning: reply.reasoning }),
+  };
 }

@@ -1,0 +1,93 @@
+import type { Draft, EmittableChunk, HookContext, HookPoint, StateChangeSource } from '../hooks/types.js';
+import type { Message } from '../messages.js';
+import type { StreamChunkInput } from '../stream.js';
+import type { WriteScope } from './hook-dispatch.js';
+import type { RunSetup } from './run-setup.js';
+
+/** The fields every chunk of a run carries. */
+export interface ChunkFields {
+  readonly streamId: string;
+  readonly agentId: string;
+  readonly agentType: string;
+  readonly runId: string;
+  readonly timestamp: number;
+}
+
+/** What a hook context reads and writes through: the run, seen from its hooks and tools. */
+export interface HookHost {
+  readonly setup: RunSetup;
+  /** Steps this run has committed: the 0-based index of the current step. */
+  readonly stepCount: number;
+  readonly signal: AbortSignal;
+  /** The working custom state. */
+  readonly state: unknown;
+  updateState(updater: (draft: Draft<unknown>) => void, source: StateChangeSource, scope: WriteScope, toolName?: string): void;
+  updateMessages(updater: (messages: Message[]) => void, scope: WriteScope): Promise<void>;
+  emit(chunk: StreamChunkInput): Promise<void>;
+  emitNoWait(chunk: StreamChunkInput): void;
+  chunkBase(): ChunkFields;
+}
+
+/** The HookContext of one hook point invocation; stepCount and state read the live run. */
+export class HookCallContext implements HookContext<unknown, unknown> {
+  readonly sessionId: string;
+  readonly runId: string;
+  readonly agentType: string;
+  readonly streamId: string;
+  readonly parentSessionId?: string;
+  readonly userId?: string;
+  readonly tags?: readonly string[];
+  readonly metadata?: Readonly<Record<string, string>>;
+  readonly idempotencyKey: string;
+  readonly attempt: number;
+  readonly hookPoint: HookPoint;
+  // Not #private: keeps the object cheap to build on every invocation.
+  private readonly host: HookHost;
+  private readonly scope: WriteScope;
+
+  constructor(host: HookHost, point: HookPoint, scope: WriteScope) {
+    const s = host.setup;
+    this.host = host;
+    this.scope = scope;
+    this.sessionId = s.sessionId;
+    this.runId = s.runId;
+    this.agentType = s.agent.name;
+    this.streamId = s.streamId;
+    this.hookPoint = point;
+    this.attempt = s.epoch;
+    this.idempotencyKey = `${s.runId}:${host.stepCount}:${scope.callId ?? '-'}:${point}`;
+    if (s.parentSessionId !== undefined) this.parentSessionId = s.parentSessionId;
+    if (s.userId !== undefined) this.userId = s.userId;
+    if (s.tags !== undefined) this.tags = s.tags;
+    if (s.metadata !== undefined) this.metadata = s.metadata;
+  }
+
+  get stepCount(): number {
+    return this.host.stepCount;
+  }
+
+  get abortSignal(): AbortSignal {
+    return this.host.signal;
+  }
+
+  getState(): unknown {
+    return this.host.state;
+  }
+
+  updateState(updater: (draft: Draft<unknown>) => void): void {
+    this.host.updateState(updater, 'hook', this.scope);
+  }
+
+  async updateMessages(updater: (messages: Message[]) => void): Promise<void> {
+    await this.host.updateMessages(updater, this.scope);
+  }
+
+  async emit(chunk: EmittableChunk): Promise<void> {
+    const base = this.host.chunkBase();
+    await this.host.emit({ ...base, ...chunk, streamId: base.streamId, runId: base.runId } as StreamChunkInput);
+  }
+
+  async emitCustom(eventName: string, data: unknown): Promise<void> {
+    await this.host.emit({ type: 'custom', eventName, data, ...this.host.chunkBase() });
+  }
+}

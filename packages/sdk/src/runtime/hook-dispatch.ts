@@ -1,0 +1,253 @@
+import { AgentError, HookError, RunSupersededError, type AgentErrorInfo } from '../errors.js';
+import type { HookEntry, HookManager } from '../hooks/manager.js';
+import type { AgentHooks, Draft, HookContext, HookPoint, StateChangeSource } from '../hooks/types.js';
+import type { Message } from '../messages.js';
+import type { HookDecision, StatePatch, StreamChunkInput } from '../stream.js';
+import { HookCallContext, type HookHost } from './hook-context.js';
+import type { Logger } from './logger.js';
+
+/** Which hook invocations are written to the stream as `hook_decision` chunks. */
+export type AuditHooks = 'decisions' | 'all' | 'off';
+
+/** A state change waiting for its onStateChange hooks (fired at the canonical point, not inside updateState). */
+export interface PendingStateChange {
+  readonly previousState: unknown;
+  readonly newState: unknown;
+  readonly source: StateChangeSource;
+  readonly toolName?: string;
+  readonly patches: readonly StatePatch[];
+}
+
+/**
+ * Where writes are booked: `owner` names who made them (a tool call, the step, the run), so that a stop
+ * keeps the writes of a call whose result is recorded and drops the rest; `changes` queues their
+ * onStateChange hooks.
+ */
+export interface WriteScope {
+  readonly owner: string;
+  readonly changes: PendingStateChange[];
+  /** The call this scope belongs to (part of hook idempotency keys and audit chunks). */
+  readonly callId?: string;
+}
+
+/** How one handler invocation went. */
+export type Invocation = { readonly ok: true; readonly value: unknown; readonly durationMs: number } | { readonly ok: false; readonly error: AgentError; readonly durationMs: number };
+
+/**
+ * A steering point's interpretation of one handler's return: nothing (allow), a rewritten payload for
+ * the next handler, or an end to the chain with its result. `decision` and `reason` go to the audit.
+ */
+export type Verdict<P, R> = undefined | { readonly decision: HookDecision; readonly reason?: string; readonly payload?: P; readonly end?: R };
+
+/** What a chain ends with: the payload as the last handler left it and, when a handler ended it, its result. */
+export interface ChainEnd<P, R> {
+  readonly payload: P;
+  readonly result?: R;
+}
+
+/** Turns a `block-tool` policy's handled error into the chain's result (beforeTool only). */
+export type BlockOnError<R> = (error: AgentError, entry: HookEntry, durationMs: number) => R;
+
+type Handler = (payload: unknown, ctx: HookContext<unknown, unknown>) => unknown;
+
+/** True for the errors every policy lets through: the run's own stop and supersede. */
+function passesThrough(error: AgentError): boolean {
+  return error.code === 'run_interrupted' || RunSupersededError.isInstance(error);
+}
+
+/** A hook's throw as a typed error (`hook_failed`), keeping helix errors the hook raised on purpose. */
+export function asHookError(point: HookPoint, error: unknown): AgentError {
+  if (AgentError.isInstance(error) && (passesThrough(error) || HookError.isInstance(error))) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new HookError('hook_failed', `The ${point} hook threw: ${message}`, { details: { hook: point, cause: message }, cause: error });
+}
+
+/**
+ * Hook dispatch for one run: every point's handlers run through {@link HookDispatcher.chain}, which
+ * invokes each handler (bounded by its timeout), fires the onStateChange hooks its writes queued,
+ * applies its error policy, lets the point interpret its return, and audits the decision. A steering
+ * point supplies only its interpret step.
+ */
+export class HookDispatcher {
+  readonly #manager: HookManager<unknown, unknown>;
+  readonly #host: HookHost;
+  readonly #logger: Logger;
+  readonly #auditMode: AuditHooks;
+  #inStateChangeHook = false;
+
+  constructor(manager: HookManager<unknown, unknown>, host: HookHost, logger: Logger, auditMode: AuditHooks) {
+    this.#manager = manager;
+    this.#host = host;
+    this.#logger = logger;
+    this.#auditMode = auditMode;
+  }
+
+  /** True when `point` has a handler (a point without one costs this one read). */
+  has(point: HookPoint): boolean {
+    return this.#manager.has(point);
+  }
+
+  /** Whether a state write must queue onStateChange: someone listens, and it is not one of their own writes. */
+  wantsStateChange(): boolean {
+    return !this.#inStateChangeHook && this.#manager.has('onStateChange');
+  }
+
+  /** A hook context for `point` whose writes are booked in `scope`. */
+  context(point: HookPoint, scope: WriteScope): HookContext<unknown, unknown> {
+    return new HookCallContext(this.#host, point, scope);
+  }
+
+  /**
+   * Runs `point`'s handlers in order. Each sees the payload as the handlers before it left it; the first
+   * verdict with `end` stops the chain. A throw or timeout follows the handler's policy: fail-open logs
+   * and goes on, fail-run throws `hook_failed`, fail-closed throws `hook_blocked`, and block-tool turns
+   * it into the chain's result through `onBlock` (beforeTool only).
+   */
+  async chain<P, R>(point: HookPoint, payload: P, scope: WriteScope, interpret: (value: unknown, payload: P, entry: HookEntry) => Verdict<P, R>, onBlock?: BlockOnError<R>): Promise<ChainEnd<P, R>> {
+    const entries = this.#manager.entries(point);
+    if (entries.length === 0) return { payload };
+    const ctx = this.context(point, scope);
+    let current = payload;
+    for (const entry of entries) {
+      const outcome = await this.#invoke(entry, current, ctx);
+      if (scope.changes.length > 0 && point !== 'onStateChange') await this.flushStateChanges(scope);
+      if (!outcome.ok) {
+        if (onBlock && entry.policy === 'block-tool' && !passesThrough(outcome.error)) {
+          this.#audit(entry, 'block', outcome.durationMs, scope.callId, outcome.error.message, outcome.error.info);
+          return { payload: current, result: onBlock(outcome.error, entry, outcome.durationMs) };
+        }
+        this.#onError(entry, outcome, scope.callId);
+        continue;
+      }
+      const verdict = interpret(outcome.value, current, entry);
+      this.#audit(entry, verdict?.decision ?? 'allow', outcome.durationMs, scope.callId, verdict?.reason);
+      if (verdict?.end !== undefined) return { payload: current, result: verdict.end };
+      if (verdict?.payload !== undefined) current = verdict.payload;
+    }
+    return { payload: current };
+  }
+
+  /** Runs a point whose return values are ignored, each handler under its policy. */
+  async fire<P extends HookPoint>(point: P, payload: Parameters<NonNullable<AgentHooks[P]>>[0], scope: WriteScope): Promise<void> {
+    await this.chain(point, payload, scope, ignore);
+  }
+
+  /** Runs an observe-only point: every error is logged and the next handler still runs; its writes are not kept. */
+  async fireObserveOnly<P extends HookPoint>(point: P, payload: Parameters<NonNullable<AgentHooks[P]>>[0], scope: WriteScope): Promise<void> {
+    const ctx = this.context(point, scope);
+    for (const entry of this.#manager.entries(point)) {
+      const outcome = await this.#invoke(entry, payload, ctx);
+      if (!outcome.ok) this.#onError({ ...entry, policy: 'fail-open' }, outcome);
+    }
+    scope.changes.length = 0;
+  }
+
+  /**
+   * Fires a suspension-family hook (onAgentSuspended / onAgentResumed / onAgentRetry): one context
+   * argument carrying the hook's fields; observe-only, a throw is logged.
+   */
+  async fireSignal(point: 'onAgentSuspended' | 'onAgentResumed' | 'onAgentRetry', fields: Record<string, unknown>, scope: WriteScope): Promise<void> {
+    const entries = this.#manager.entries(point);
+    if (entries.length === 0) return;
+    const ctx = Object.assign(this.context(point, scope), fields);
+    for (const entry of entries) {
+      const started = performance.now();
+      try {
+        await (entry.handler as (ctx: unknown) => unknown)(ctx);
+      } catch (error) {
+        this.#onError({ ...entry, policy: 'fail-open' }, { ok: false, error: asHookError(point, error), durationMs: performance.now() - started });
+      }
+    }
+    if (scope.changes.length > 0) await this.flushStateChanges(scope);
+  }
+
+  /** Fires onStateChange for the queued changes, in order; their own writes queue nothing more. */
+  async flushStateChanges(scope: WriteScope): Promise<void> {
+    const queue = scope.changes;
+    while (queue.length > 0) {
+      const change = queue.shift() as PendingStateChange;
+      this.#inStateChangeHook = true;
+      try {
+        await this.fire('onStateChange', change, scope);
+      } finally {
+        this.#inStateChangeHook = false;
+      }
+    }
+  }
+
+  /** Calls one handler, bounded by its timeout; a throw or a timeout comes back as a failed invocation. */
+  async #invoke(entry: HookEntry, payload: unknown, ctx: HookContext<unknown, unknown>): Promise<Invocation> {
+    const started = performance.now();
+    try {
+      const value = entry.timeoutMs === undefined ? await (entry.handler as Handler)(payload, ctx) : await this.#bounded(entry, payload, ctx, entry.timeoutMs);
+      return { ok: true, value, durationMs: performance.now() - started };
+    } catch (error) {
+      return { ok: false, error: asHookError(entry.point, error), durationMs: performance.now() - started };
+    }
+  }
+
+  /** A handler under a timeout; once it expired, its late state writes and message edits are ignored. */
+  async #bounded(entry: HookEntry, payload: unknown, ctx: HookContext<unknown, unknown>, timeoutMs: number): Promise<unknown> {
+    let timer: NodeJS.Timeout | undefined;
+    let expired = false;
+    const late = (what: string): void => {
+      this.#logger.warn(`the ${entry.point} hook "${entry.name}" timed out; its late ${what} was ignored`, { runId: ctx.runId });
+    };
+    const bounded = Object.create(ctx, {
+      updateState: { value: (updater: (draft: Draft<unknown>) => void) => (expired ? late('state write') : ctx.updateState(updater)) },
+      updateMessages: { value: async (updater: (messages: Message[]) => void) => (expired ? late('message edit') : ctx.updateMessages(updater)) },
+    }) as HookContext<unknown, unknown>;
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        expired = true;
+        reject(new HookError('hook_timeout', `The ${entry.point} hook "${entry.name}" did not settle within ${timeoutMs} ms.`, { details: { hook: entry.point, name: entry.name, timeoutMs } }));
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([(entry.handler as Handler)(payload, bounded), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Applies a failed invocation's policy: fail-open logs; fail-run rethrows `hook_failed`; fail-closed (and block-tool outside beforeTool) throw `hook_blocked`. */
+  #onError(entry: HookEntry, outcome: Extract<Invocation, { ok: false }>, toolCallId?: string): void {
+    const { error } = outcome;
+    if (passesThrough(error)) throw error;
+    this.#audit(entry, 'error', outcome.durationMs, toolCallId, error.message, error.info);
+    if (entry.policy === 'fail-open') {
+      this.#logger.warn(`hook ${entry.point} "${entry.name}" threw (fail-open, ignored): ${error.message}`, { sessionId: this.#host.setup.sessionId, runId: this.#host.setup.runId });
+      return;
+    }
+    if (entry.policy === 'fail-closed' || entry.policy === 'block-tool') {
+      throw new HookError('hook_blocked', `The ${entry.point} hook "${entry.name}" failed closed: ${error.message}`, {
+        details: { hook: entry.point, name: entry.name, cause: typeof error.info.details?.['cause'] === 'string' ? error.info.details['cause'] : error.message, threw: true },
+        cause: error,
+      });
+    }
+    throw error;
+  }
+
+  /** Writes a `hook_decision` chunk when auditing covers this decision. */
+  #audit(entry: HookEntry, decision: HookDecision, durationMs: number, toolCallId?: string, reason?: string, errorInfo?: AgentErrorInfo): void {
+    const mode = this.#auditMode;
+    if (mode === 'off' || (mode === 'decisions' && decision === 'allow')) return;
+    const chunk: StreamChunkInput = {
+      type: 'hook_decision',
+      hookPoint: entry.point,
+      hookName: entry.name,
+      decision,
+      durationMs,
+      ...(reason === undefined ? {} : { reason }),
+      ...(toolCallId === undefined ? {} : { toolCallId }),
+      ...(decision === 'error' ? { policy: entry.policy } : {}),
+      ...(errorInfo === undefined ? {} : { errorInfo }),
+      ...this.#host.chunkBase(),
+    };
+    this.#host.emitNoWait(chunk);
+  }
+}
+
+function ignore(): undefined {
+  return undefined;
+}

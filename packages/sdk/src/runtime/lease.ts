@@ -1,0 +1,29 @@
+import { RunSupersededError } from '../errors.js';
+import type { RunLease, StateStore } from '../store.js';
+import type { Logger } from './logger.js';
+
+/**
+ * Renews a run's lease every third of its length. A refused renewal means another process took over the
+ * run: the run is aborted with that supersede (it fires onAgentSuperseded and writes nothing more).
+ * Returns the function that stops renewing.
+ */
+export function keepLease(store: StateStore, lease: RunLease, leaseMs: number, abort: AbortController, logger: Logger): () => void {
+  let epoch = lease.epoch;
+  const timer = setInterval(() => {
+    store.renewLease(lease.runId, epoch, leaseMs, Date.now()).then(
+      (renewed) => {
+        epoch = renewed.epoch;
+      },
+      (error: unknown) => {
+        if (RunSupersededError.isInstance(error)) {
+          clearInterval(timer);
+          if (!abort.signal.aborted) abort.abort(error);
+        } else {
+          logger.warn(`lease renewal of run ${lease.runId} failed: ${error instanceof Error ? error.message : String(error)}`);
+        }
+      },
+    );
+  }, Math.max(10, Math.floor(leaseMs / 3)));
+  timer.unref();
+  return () => clearInterval(timer);
+}

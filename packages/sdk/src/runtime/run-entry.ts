@@ -1,0 +1,284 @@
+import type { AgentConfig } from '../define.js';
+import { AgentError, RunInterruptedError, StateCommitError } from '../errors.js';
+import { HookManager, type HookObject } from '../hooks/manager.js';
+import type { AgentHooks } from '../hooks/types.js';
+import type { LLMAdapter } from '../llm.js';
+import type { Message } from '../messages.js';
+import type { BeginRunRequest, ClaimedRun, RunLease, RunOptionsRecord, StateStore } from '../store.js';
+import type { StartSignalKind, StreamManager, StreamWriter } from '../stream.js';
+import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
+import type { ApprovalSigner } from './approval-signature.js';
+import { crashPoint } from './crash-points.js';
+import type { AuditHooks } from './hook-dispatch.js';
+import { keepLease } from './lease.js';
+import type { Logger } from './logger.js';
+import type { AgentResult } from './result.js';
+import { runLoop } from './run-loop.js';
+import type { RunSetup } from './run-setup.js';
+import type { RunStart } from './run-start.js';
+import { Run, type RunOrigin } from './run.js';
+import { JournalStepRecorder } from './step-recorder.js';
+
+/** A run that just passed its entry (what {@link RunLauncher.onRun} listeners receive). */
+export interface RunStartedInfo {
+  readonly sessionId: string;
+  readonly runId: string;
+  readonly streamId: string;
+  /** The offset of the run's run_started chunk in its stream. */
+  readonly startSeq: number;
+  readonly agentType: string;
+  readonly parentSessionId?: string;
+  /** True for a run continued by recover(). */
+  readonly recovered: boolean;
+}
+
+/** What a run began with beyond its run-start commit (kept on the run record, so a recovery can finish it the same way). */
+export type RecordedStart = Pick<RunStart, 'resumed' | 'retried' | 'deliveries' | 'stillPending' | 'extraMessage'>;
+
+/** How a new run begins (see {@link RunLauncher.begin}). */
+export interface BeginSpec {
+  readonly signal: StartSignalKind;
+  readonly input?: string;
+  readonly initialState?: unknown;
+  readonly newTurn?: boolean;
+  readonly parentSessionId?: string;
+  readonly restoreCheckpointId?: string;
+  readonly previousRunId?: string;
+  readonly leadingRows?: readonly Message[];
+  readonly expect?: BeginRunRequest['expect'];
+  readonly start: RecordedStart;
+}
+
+/** What a launcher is configured with (the executor's options, resolved). */
+export interface LauncherConfig {
+  readonly stateStore: StateStore;
+  readonly streamManager: StreamManager;
+  readonly llmAdapter: LLMAdapter;
+  readonly logger: Logger;
+  readonly strictTerminalHooks: boolean;
+  readonly auditHooks: AuditHooks;
+  readonly signer: ApprovalSigner | undefined;
+  readonly generateId: (kind: 'run' | 'turn' | 'session') => string;
+  readonly instanceId: string;
+  readonly leaseMs: number;
+}
+
+const EMPTY_MANAGER = new HookManager<unknown, unknown>();
+
+/** The user's text among a turn's input rows (empty when there is none). */
+function turnInput(rows: readonly Message[] | undefined): string {
+  return rows?.find((m) => m.role === 'user')?.content ?? '';
+}
+
+/**
+ * Starts runs: the entry (run-start commit, stream claim, run_started chunk; a failure there rejects
+ * and fires no hook), then the loop in the background, holding the run's lease. Also keeps what the
+ * runs of one executor share: hook managers per agent, warmed class-based hooks, run listeners and the
+ * runs live in this process.
+ */
+export class RunLauncher {
+  readonly #config: LauncherConfig;
+  readonly #warmed = new Set<HookObject>();
+  readonly #listeners = new Set<(info: RunStartedInfo) => void>();
+  readonly #agentHooks = new WeakMap<object, HookManager<unknown, unknown>>();
+  readonly #live = new Map<string, AgentHandle>();
+
+  constructor(config: LauncherConfig) {
+    this.#config = config;
+  }
+
+  /** The run this process is running on `sessionId`, if any. */
+  live(sessionId: string): AgentHandle | undefined {
+    return this.#live.get(sessionId);
+  }
+
+  /** Begins a run: K1 (which may open a turn or restore a checkpoint), the stream claim and run_started, then the loop. */
+  async begin(agent: AgentConfig<unknown, unknown>, sessionId: string, options: RunCallOptions, spec: BeginSpec): Promise<AgentHandle> {
+    const c = this.#config;
+    const hooks = this.hooksFor(agent, options.hooks, options.hookManager);
+    await this.warmUp(hooks);
+    const runId = c.generateId('run');
+    const turnId = c.generateId('turn');
+    const startedAt = Date.now();
+    const input = spec.input ?? '';
+    const inputMessages: readonly Message[] = spec.newTurn ? [...(spec.leadingRows ?? []), { role: 'user', content: input }] : [];
+    const record: RunOptionsRecord = {
+      ...(spec.input === undefined ? {} : { input: spec.input }),
+      ...(options.userId === undefined ? {} : { userId: options.userId }),
+      ...(options.tags === undefined ? {} : { tags: options.tags }),
+      ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
+      ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
+      ...(spec.previousRunId === undefined ? {} : { previousRunId: spec.previousRunId }),
+      ...(spec.restoreCheckpointId === undefined ? {} : { restoredCheckpointId: spec.restoreCheckpointId }),
+      start: spec.start,
+    };
+    const begun = await c.stateStore.beginRun({
+      sessionId,
+      runId,
+      agentType: agent.name,
+      signal: spec.signal,
+      initialState: spec.initialState,
+      ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
+      ...(spec.newTurn ? { newTurn: { turnId, input: inputMessages } } : {}),
+      ...(spec.restoreCheckpointId === undefined ? {} : { restoreCheckpointId: spec.restoreCheckpointId }),
+      ...(spec.expect === undefined ? {} : { expect: spec.expect }),
+      startedAt,
+      leaseOwner: c.instanceId,
+      leaseMs: c.leaseMs,
+      options: record,
+    });
+    crashPoint('after_k1');
+    const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input);
+    const turn = begun.session.turn;
+    const attribution = { ...options, ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }) };
+    const setup = this.#setup({ agent, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch }, attribution);
+    return this.#launch(setup, begun.lease, { state: begun.session.state, messages: begun.session.messages, startedAt }, undefined, {
+      ...spec.start,
+      signal: spec.signal,
+      input: spec.newTurn ? input : turnInput(turn?.input),
+      inputMessages: spec.newTurn ? inputMessages : (turn?.input ?? []),
+      turnStartCommitted: spec.newTurn ? false : turn?.startCommitted === true,
+      signalFired: false,
+    }, options.abortSignal);
+  }
+
+  /** Continues a run this process claimed for recovery, from its last commit, replaying its journal. */
+  async continueClaimed(agent: AgentConfig<unknown, unknown>, claimed: ClaimedRun, hookSources: Pick<RunCallOptions, 'hooks' | 'hookManager' | 'usageStore'>): Promise<AgentHandle> {
+    const { session, run, lease, journal } = claimed;
+    const hooks = this.hooksFor(agent, hookSources.hooks, hookSources.hookManager);
+    await this.warmUp(hooks);
+    const turn = session.turn;
+    const input = turnInput(turn?.input) || (run.options.input ?? '');
+    const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, run.signal, input);
+    const setup = this.#setup({ agent, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch }, run.options);
+    return this.#launch(setup, lease, { state: session.state, messages: session.messages, startedAt: run.startedAt, stepCount: run.stepCount }, journal, {
+      ...((run.options.start ?? {}) as RecordedStart),
+      signal: run.signal,
+      input,
+      inputMessages: turn?.input ?? [],
+      turnStartCommitted: turn?.startCommitted === true,
+      // A committed step means the signal fired; a marker in the journal says the same (the recorder knows).
+      signalFired: run.stepCount > 0,
+      ...(run.output === undefined ? {} : { committedOutput: { value: run.output } }),
+    }, undefined);
+  }
+
+  /** Calls `listener` for every run started or recovered here, right after its entry; returns the function that removes it. */
+  onRun(listener: (info: RunStartedInfo) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Agent hooks first, then the execution's manager, then its hooks; cached per agent when there are no execution hooks. */
+  hooksFor(agent: AgentConfig<unknown, unknown>, hooks: AgentHooks | undefined, hookManager: HookManager | undefined): HookManager<unknown, unknown> {
+    if (hooks || hookManager) return new HookManager<unknown, unknown>(agent.hooks, hookManager, hooks);
+    if (!agent.hooks) return EMPTY_MANAGER;
+    let cached = this.#agentHooks.get(agent);
+    if (!cached) {
+      cached = new HookManager<unknown, unknown>(agent.hooks);
+      this.#agentHooks.set(agent, cached);
+    }
+    return cached;
+  }
+
+  /** Calls `warmUp()` once on every class-based hook of `hooks` not warmed yet. */
+  async warmUp(hooks: HookManager<unknown, unknown>): Promise<void> {
+    for (const object of hooks.hookObjects()) {
+      if (this.#warmed.has(object)) continue;
+      this.#warmed.add(object);
+      await object.warmUp?.();
+    }
+  }
+
+  /** Calls `close()` once on every class-based hook warmed here, newest first. */
+  async close(): Promise<void> {
+    const objects = [...this.#warmed].reverse();
+    this.#warmed.clear();
+    for (const object of objects) await object.close?.();
+  }
+
+  #setup(own: Pick<RunSetup, 'agent' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch'>, who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId'>): RunSetup {
+    const c = this.#config;
+    const signer = c.signer;
+    return {
+      ...own,
+      stateStore: c.stateStore,
+      logger: c.logger,
+      streamId: own.sessionId,
+      abort: new AbortController(),
+      strictTerminalHooks: c.strictTerminalHooks,
+      auditHooks: c.auditHooks,
+      ...(signer === undefined ? {} : { signApproval: (s: string, id: string, input: unknown) => signer.sign(s, id, input) }),
+      ...(who.parentSessionId === undefined ? {} : { parentSessionId: who.parentSessionId }),
+      ...(who.userId === undefined ? {} : { userId: who.userId }),
+      ...(who.tags === undefined ? {} : { tags: who.tags }),
+      ...(who.metadata === undefined ? {} : { metadata: who.metadata }),
+    };
+  }
+
+  /** The stream claim and run_started chunk; a failure records the run failed (best effort) and rethrows. */
+  async #enter(sessionId: string, runId: string, lease: RunLease, agentType: string, signal: StartSignalKind, input: string): Promise<StreamWriter> {
+    const c = this.#config;
+    try {
+      const writer = await c.streamManager.claim(sessionId, runId);
+      const ok = await writer.write({ type: 'run_started', signal, input, streamId: sessionId, agentId: sessionId, agentType, runId, timestamp: Date.now() });
+      if (!ok) throw new StateCommitError(`Run ${runId} lost its stream to a newer run before it started.`);
+      return writer;
+    } catch (error) {
+      const info = AgentError.isInstance(error) ? error.info : new StateCommitError(error instanceof Error ? error.message : String(error)).info;
+      await c.stateStore
+        .commit({ sessionId, runId, epoch: lease.epoch, kind: 'terminal', runStatus: 'failed', error: info, committedAt: Date.now() })
+        .catch((e: unknown) => c.logger.error(`could not record the failed entry of run ${runId}: ${String(e)}`));
+      throw error;
+    }
+  }
+
+  #launch(setup: RunSetup, lease: RunLease, origin: RunOrigin, journal: ClaimedRun['journal'] | undefined, start: RunStart, abortSignal: AbortSignal | undefined): AgentHandle {
+    const c = this.#config;
+    const { abort, runId, sessionId } = setup;
+    if (abortSignal) {
+      if (abortSignal.aborted) abort.abort(new RunInterruptedError());
+      else abortSignal.addEventListener('abort', () => abort.abort(new RunInterruptedError()), { once: true });
+    }
+    const run = new Run(setup, origin, new JournalStepRecorder(c.stateStore, { runId, epoch: setup.epoch }, journal ?? []));
+    this.#announce({ sessionId, runId, streamId: setup.streamId, startSeq: setup.writer.startSeq, agentType: setup.agent.name, recovered: journal !== undefined, ...(setup.parentSessionId === undefined ? {} : { parentSessionId: setup.parentSessionId }) });
+    const stopLease = keepLease(c.stateStore, lease, c.leaseMs, abort, c.logger);
+    const done = runLoop(run, c.llmAdapter, start)
+      .catch((error: unknown): AgentResult => {
+        // The loop handles every ending itself; reaching this is a bug, reported rather than lost.
+        c.logger.error(`run ${runId} crashed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+        return run.result('failed', { error: AgentError.isInstance(error) ? error.info : new AgentError('run_internal_error', String(error)).info });
+      })
+      .finally(stopLease);
+    const stop = async (reason?: string): Promise<AgentResult> => {
+      if (!abort.signal.aborted) abort.abort(new RunInterruptedError(reason ?? 'The run was interrupted.'));
+      return done;
+    };
+    const usageStore = setup.usageStore;
+    const handle: AgentHandle = {
+      sessionId,
+      runId,
+      streamId: setup.streamId,
+      result: () => done,
+      stream: () => c.streamManager.read(setup.streamId, { fromSeq: setup.writer.startSeq, untilRunEnds: runId }),
+      getUsageRollup: async () => (usageStore ? usageStore.getRollup({ runId }) : undefined),
+      stop,
+      interrupt: stop,
+    };
+    this.#live.set(sessionId, handle);
+    void done.then(() => {
+      if (this.#live.get(sessionId) === handle) this.#live.delete(sessionId);
+    });
+    return handle;
+  }
+
+  #announce(info: RunStartedInfo): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(info);
+      } catch (error) {
+        this.#config.logger.warn(`an onRun listener threw: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+  }
+}

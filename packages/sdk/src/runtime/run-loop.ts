@@ -1,0 +1,144 @@
+import { AgentError, MaxStepsError, agentErrorFromInfo, toAgentErrorInfo } from '../errors.js';
+import type { ExitHookResult, ExitReason } from '../hooks/types.js';
+import type { LLMAdapter, StepSuccess } from '../llm.js';
+import type { Message, ToolCall } from '../messages.js';
+import type { PendingCall } from '../store.js';
+import { crashPoint } from './crash-points.js';
+import type { Verdict } from './hook-dispatch.js';
+import { modelReply } from './model-call.js';
+import type { AgentResult } from './result.js';
+import { finish, fail, ownSupersede, stopAfterTools, StopWithRecords, superseded, suspend, type Ending } from './run-end.js';
+import { openRun, type Progress, type RunStart } from './run-start.js';
+import { scopeOf, STEP_OWNER, type Run } from './run.js';
+import { firstTripped } from './stop-conditions.js';
+import { runToolCalls, type ToolOutcome } from './tool-calls.js';
+
+const NUDGE_EMPTY = 'Your last reply was empty. Continue the task: call a tool, or answer.';
+const NUDGE_FINISH = 'Reply by calling the __finish__ tool with your final output as its arguments.';
+
+/** How one step ended: the run suspends, ends, or goes on to the next step. */
+type StepEnd = { readonly suspend: readonly PendingCall[] } | { readonly ending: Ending | undefined };
+
+/**
+ * The run loop, entered after the run's entry (run-start commit, stream claim, run_started): the opening
+ * (start signal, start work, deliveries), then steps until one ends the run, then the terminal work. Each
+ * policy lives in its own module (model-call, tool-calls, stop-conditions, run-start, run-end); this
+ * file wires them together. docs/semantics.md describes the whole flow.
+ */
+export async function runLoop(run: Run, adapter: LLMAdapter, start: RunStart): Promise<AgentResult> {
+  const progress: Progress = { startHookFired: start.signalFired || (start.signal === 'start' && start.turnStartCommitted), keep: 'committed' };
+  try {
+    const opened = await openRun(run, start, progress);
+    if (opened) return opened;
+    const warned = new Set<string>();
+    for (;;) {
+      if (run.stepCount >= run.setup.agent.maxSteps) return await finish(run, maxStepsEnding(run), progress.startHookFired);
+      const end = await step(run, adapter, warned, progress);
+      if ('suspend' in end) return await suspend(run, end.suspend, true);
+      if (end.ending) return await finish(run, end.ending, progress.startHookFired);
+    }
+  } catch (error) {
+    return endOnError(run, error, progress);
+  }
+}
+
+/** One step: the model's reply, its tools (in parallel) or a nudge, the guards, the exit hooks, the step commit. */
+async function step(run: Run, adapter: LLMAdapter, warned: Set<string>, progress: Progress): Promise<StepEnd> {
+  // A failed model call keeps what its attempts' hooks wrote; a failure after the reply keeps what afterLLMCall left.
+  progress.keep = 'current';
+  const reply = await modelReply(run, adapter, warned, scopeOf(STEP_OWNER));
+  progress.keep = run.work.mark();
+  const empty = reply.toolCalls.length === 0 && reply.text.trim() === '';
+  const outcomes = reply.toolCalls.length > 0 ? await toolStep(run, reply.toolCalls) : [];
+  let ending = replyEnding(run, reply, outcomes, empty);
+  if (!run.signal.aborted) {
+    const tripped = firstTripped(run.guards.afterStep, { rows: run.work.pendingRows(), emptyReply: empty, spend: run.books.spend });
+    if (tripped) throw tripped;
+  }
+  if (reply.toolCalls.length === 0 && ending === undefined) await run.appendMessage({ role: 'user', content: empty ? NUDGE_EMPTY : NUDGE_FINISH });
+  if (run.signal.aborted) stopAfterTools(run, outcomes);
+  const pending = outcomes.flatMap((o) => (o.pending ? [o.pending] : []));
+  if (pending.length > 0) return { suspend: pending };
+  // The exit hooks may keep the run going; the step is committed either way.
+  if (ending?.kind === 'complete' && ending.exitReason !== 'max_steps' && run.hooks.has('onExit') && (await exitHooksContinue(run, ending.output, ending.exitReason))) ending = undefined;
+  crashPoint('before_k3');
+  await run.commit({ kind: 'step', stepIndex: run.stepCount, checkpoint: 'step', ...(ending?.kind === 'complete' ? { output: ending.output } : {}) });
+  run.stepDone();
+  progress.keep = 'current';
+  crashPoint('after_k3');
+  return { ending };
+}
+
+/** The step's calls: the actions_requested envelope, the calls, then actions_completed (unless stopped). */
+async function toolStep(run: Run, calls: readonly ToolCall[]): Promise<ToolOutcome[]> {
+  const stepIndex = run.stepCount;
+  await run.emit({ type: 'actions_requested', stepIndex, calls: calls.map((c) => ({ callId: c.id, toolName: c.name, args: c.arguments })), ...run.chunkBase() });
+  const outcomes = await runToolCalls(run, calls);
+  if (!run.signal.aborted) await run.emit({ type: 'actions_completed', stepIndex, results: completedResults(run.work.pendingRows(), calls), ...run.chunkBase() });
+  return outcomes;
+}
+
+/** Every result of the step, in the model's order (the rows are the step's tool rows). */
+function completedResults(rows: readonly Message[], calls: readonly ToolCall[]): { callId: string; toolName: string; output: unknown; isError: boolean }[] {
+  const results = [];
+  for (const call of calls) {
+    const row = rows.find((r) => r.role === 'tool' && r.toolCallId === call.id);
+    if (row?.role === 'tool') results.push({ callId: row.toolCallId, toolName: row.toolName, output: row.content, isError: row.isError === true });
+  }
+  return results;
+}
+
+/** How the reply ends the run, if it does: a finishing call, or a plain-text answer of an agent without outputSchema. */
+function replyEnding(run: Run, reply: StepSuccess, outcomes: readonly ToolOutcome[], empty: boolean): Ending | undefined {
+  if (reply.toolCalls.length > 0) {
+    const finisher = outcomes.find((o) => o.finishOutput !== undefined)?.finishOutput;
+    return finisher ? { kind: 'complete', output: finisher.value, exitReason: finisher.via } : undefined;
+  }
+  return !empty && run.setup.agent.outputSchema === undefined ? { kind: 'complete', output: reply.text, exitReason: 'text' } : undefined;
+}
+
+function interpretExit(value: unknown): Verdict<unknown, { message?: string }> {
+  const v = value as ExitHookResult | undefined;
+  if (v && typeof v === 'object' && v.continue === true) return { decision: 'continue', ...(v.message === undefined ? {} : { reason: v.message }), end: v.message === undefined ? {} : { message: v.message } };
+  return undefined;
+}
+
+/** The onExit chain: the first `{ continue: true }` keeps the run going, with its message appended. */
+async function exitHooksContinue(run: Run, output: unknown, reason: Exclude<ExitReason, 'max_steps'>): Promise<boolean> {
+  const payload = { reason, output, stepCount: run.stepCount + 1, toolCallCounts: run.books.toolCallCounts() };
+  const end = await run.hooks.chain('onExit', payload, run.runScope, interpretExit);
+  if (end.result === undefined) return false;
+  const message = end.result.message;
+  if (message !== undefined && message.trim() !== '') await run.appendMessage({ role: 'user', content: message });
+  return true;
+}
+
+/** Reaching maxSteps: an agent with an outputSchema fails `run_max_steps`; one without completes with its last text. */
+function maxStepsEnding(run: Run): Ending {
+  const { agent } = run.setup;
+  if (agent.outputSchema) return { kind: 'fail', error: new MaxStepsError(agent.maxSteps) };
+  const messages = run.work.messages;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as Message;
+    if (m.role === 'assistant' && m.content.trim() !== '') return { kind: 'complete', output: m.content, exitReason: 'max_steps' };
+  }
+  return { kind: 'complete', output: '', exitReason: 'max_steps' };
+}
+
+/** A throw that ends the run: its own supersede, a stop, or a failure (which keeps what `progress.keep` says). */
+async function endOnError(run: Run, error: unknown, progress: Progress): Promise<AgentResult> {
+  const supersede = ownSupersede(run, error);
+  if (supersede) return superseded(run, supersede);
+  const agentError = AgentError.isInstance(error) ? error : agentErrorFromInfo(toAgentErrorInfo(error), error);
+  if (agentError.code === 'run_interrupted') {
+    // A stopped step's writes are discarded, afterLLMCall's included, unless calls recorded results.
+    if (!(error instanceof StopWithRecords)) run.work.discardStep();
+  } else {
+    const keep = progress.keep;
+    run.work.discardStep(keep === 'committed' ? undefined : keep === 'current' ? run.work.mark() : keep);
+    // A blocked model call leaves a system note with the reason in the conversation.
+    const note = agentError.code === 'hook_blocked' ? agentError.info.details?.['note'] : undefined;
+    if (typeof note === 'string') await run.appendMessage({ role: 'system', content: note }, run.runScope, false);
+  }
+  return fail(run, agentError, progress.startHookFired);
+}

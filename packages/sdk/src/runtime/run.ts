@@ -1,0 +1,192 @@
+import { ConfigError, type RunSupersededError } from '../errors.js';
+import type { Draft, StateChangeSource } from '../hooks/types.js';
+import type { Message } from '../messages.js';
+import type { Commit, RunStatus } from '../store.js';
+import type { StreamChunkInput } from '../stream.js';
+import type { ChunkFields, HookHost } from './hook-context.js';
+import { HookDispatcher, type WriteScope } from './hook-dispatch.js';
+import type { AgentResult } from './result.js';
+import { RunBooks } from './run-books.js';
+import type { RunSetup } from './run-setup.js';
+import type { StepRecorder } from './step-recorder.js';
+import { guardsFor, type RunGuards } from './stop-conditions.js';
+import { WorkingCopy } from './working-copy.js';
+
+/** The owner of writes made by run-level hooks (start work, terminal hooks, signals). */
+export const RUN_OWNER = 'run';
+/** The owner of a step's writes made before any tool runs (beforeLLMCall, afterLLMCall, the reply's onMessage). */
+export const STEP_OWNER = 'step';
+
+/** A write scope for a tool call (its writes are kept on a stop only if its result is recorded). */
+export function callScope(callId: string): WriteScope {
+  return { owner: `call:${callId}`, changes: [], callId };
+}
+
+/** A fresh scope for `owner`. */
+export function scopeOf(owner: string): WriteScope {
+  return { owner, changes: [] };
+}
+
+/** Where a run starts from: the committed session and, for a recovered run, its step count and journal recorder. */
+export interface RunOrigin {
+  readonly state: unknown;
+  readonly messages: readonly Message[];
+  readonly startedAt: number;
+  readonly stepCount?: number;
+}
+
+/**
+ * One run, as the loop's modules see it: its setup, and the collaborators that own its working data
+ * (the working copy, hook dispatch, the step recorder, the books, the guards). It wires them together
+ * (a state write is booked in the working copy, streamed as a patch and queued for onStateChange) and
+ * writes the run's commits; it decides nothing about the run's course.
+ */
+export class Run implements HookHost {
+  readonly setup: RunSetup;
+  readonly work: WorkingCopy;
+  readonly hooks: HookDispatcher;
+  readonly recorder: StepRecorder;
+  readonly books = new RunBooks();
+  readonly guards: RunGuards;
+  readonly startedAt: number;
+  /** Writes of run-level hooks. */
+  readonly runScope: WriteScope = scopeOf(RUN_OWNER);
+  #stepCount: number;
+  #superseded: RunSupersededError | undefined;
+
+  constructor(setup: RunSetup, origin: RunOrigin, recorder: StepRecorder) {
+    this.setup = setup;
+    this.work = new WorkingCopy(origin.state, origin.messages);
+    this.hooks = new HookDispatcher(setup.hooks, this, setup.logger, setup.auditHooks);
+    this.recorder = recorder;
+    this.guards = guardsFor(setup.agent.limits);
+    this.startedAt = origin.startedAt;
+    this.#stepCount = origin.stepCount ?? 0;
+  }
+
+  /** Steps this run has committed: the 0-based index of the current step. */
+  get stepCount(): number {
+    return this.#stepCount;
+  }
+
+  /** The step's commit landed (or a suspension closed it): the next step begins. */
+  stepDone(): void {
+    this.#stepCount++;
+  }
+
+  get signal(): AbortSignal {
+    return this.setup.abort.signal;
+  }
+
+  get state(): unknown {
+    return this.work.state;
+  }
+
+  /** The supersede a tool of this run raised: no further tool may start. */
+  get superseded(): RunSupersededError | undefined {
+    return this.#superseded;
+  }
+
+  /** Notes this run's own supersede (the first one wins). */
+  noteSuperseded(error: RunSupersededError): void {
+    this.#superseded ??= error;
+  }
+
+  /** Applies an Immer update in `scope`: streamed as a `state_patch` chunk and, when someone listens, queued for onStateChange. */
+  updateState(updater: (draft: Draft<unknown>) => void, source: StateChangeSource, scope: WriteScope, toolName?: string): void {
+    const previousState = this.work.state;
+    const patches = this.work.update(updater, scope.owner);
+    if (!patches) return;
+    this.emitNoWait({ type: 'state_patch', patches, source, ...(toolName === undefined ? {} : { toolName }), ...this.chunkBase() });
+    if (!this.hooks.wantsStateChange()) return;
+    scope.changes.push({ previousState, newState: this.work.state, source, patches, ...(toolName === undefined ? {} : { toolName }) });
+  }
+
+  /** ctx.updateMessages: rows of the current step may be replaced and rows appended (they fire onMessage); committed rows never change. */
+  async updateMessages(updater: (messages: Message[]) => void, scope: WriteScope): Promise<void> {
+    const current = this.work.messages;
+    const before = current.length;
+    const committed = this.work.committedRows;
+    const draft = current.slice();
+    updater(draft);
+    if (draft.length < before || draft.slice(0, committed).some((m, i) => m !== current[i])) {
+      throw new ConfigError(
+        `updateMessages() may replace rows of the current step and append rows, not change or remove committed rows (${committed} are committed); return { messages } from beforeLLMCall to rewrite earlier rows for one call.`,
+      );
+    }
+    for (let i = committed; i < before; i++) if (draft[i] !== current[i]) this.work.replace(i, draft[i] as Message);
+    for (let i = before; i < draft.length; i++) await this.appendMessage(draft[i] as Message, scope);
+  }
+
+  /** Appends a row and (unless replaying) fires onMessage for it; returns its index. */
+  async appendMessage(message: Message, scope: WriteScope = this.runScope, fireHooks = true): Promise<number> {
+    const messageIndex = this.work.append(message);
+    if (fireHooks && this.hooks.has('onMessage')) await this.hooks.fire('onMessage', { message, messageIndex }, scope);
+    return messageIndex;
+  }
+
+  /** One fenced commit of the pending rows, the state when it changed, and the buffered usage. */
+  async commit(fields: Pick<Commit, 'kind' | 'stepIndex' | 'checkpoint' | 'runStatus' | 'output' | 'error' | 'suspension'>): Promise<void> {
+    const s = this.setup;
+    // Usage rides in the commit when the state store is also the run's usage store, so both land atomically.
+    const usage = this.books.pendingUsage;
+    const atomicUsage = usage.length > 0 && (s.usageStore as unknown) === s.stateStore;
+    await s.stateStore.commit({
+      sessionId: s.sessionId,
+      runId: s.runId,
+      epoch: s.epoch,
+      ...fields,
+      ...this.work.commitPart(),
+      ...(atomicUsage ? { usage: usage.slice() } : {}),
+      committedAt: Date.now(),
+    });
+    this.work.committed();
+    if (fields.kind === 'step' && fields.stepIndex !== undefined) this.recorder.stepCommitted(fields.stepIndex);
+    if (atomicUsage) this.books.takeUsage();
+    else await this.flushUsage();
+  }
+
+  /** Hands buffered usage to the usage store (after the commit of the work it belongs to). */
+  async flushUsage(): Promise<void> {
+    if (this.books.pendingUsage.length === 0) return;
+    const entries = this.books.takeUsage();
+    if (!this.setup.usageStore) return;
+    try {
+      await this.setup.usageStore.record(entries);
+    } catch (error) {
+      this.setup.logger.error(`usage store write failed: ${error instanceof Error ? error.message : String(error)}`, { runId: this.setup.runId });
+    }
+  }
+
+  /** The fields every chunk of this run carries. */
+  chunkBase(): ChunkFields {
+    const s = this.setup;
+    return { streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() };
+  }
+
+  /** Writes a chunk and waits for it. */
+  async emit(chunk: StreamChunkInput): Promise<void> {
+    await this.setup.writer.write(chunk);
+  }
+
+  /** Writes a chunk without waiting (writers apply writes in call order); a failure is logged. */
+  emitNoWait(chunk: StreamChunkInput): void {
+    this.setup.writer.write(chunk).catch((error: unknown) => {
+      this.setup.logger.error(`stream write failed: ${error instanceof Error ? error.message : String(error)}`, { runId: this.setup.runId });
+    });
+  }
+
+  durationMs(): number {
+    return Date.now() - this.startedAt;
+  }
+
+  /** The run's token totals for its terminal chunk. */
+  usageSummary(): ReturnType<RunBooks['summary']> {
+    return this.books.summary(this.setup.agent.limits?.pricing !== undefined);
+  }
+
+  /** The run's result with `status`. */
+  result(status: RunStatus, extra: Partial<AgentResult> = {}): AgentResult {
+    return { status, sessionId: this.setup.sessionId, runId: this.setup.runId, state: this.work.state, stepCount: this.#stepCount, durationMs: this.durationMs(), ...extra };
+  }
+}

@@ -1,0 +1,58 @@
+import { AgentError, ToolError, type AgentErrorInfo } from '../errors.js';
+import type { ToolCall, ToolResultMessage } from '../messages.js';
+import type { PendingCall } from '../store.js';
+import { callScope, type Run } from './run.js';
+import { errorResult, executeCall, invalidInput, recordResult, type ToolOutcome } from './tool-calls.js';
+
+/** An answer a resumed run delivers for a pending call. */
+export type PendingAnswer =
+  | { readonly kind: 'client'; readonly result: unknown; readonly isError?: boolean }
+  | { readonly kind: 'approve'; readonly input?: unknown; readonly reason?: string }
+  | { readonly kind: 'reject'; readonly reason?: string }
+  | { readonly kind: 'children'; readonly outcomes: readonly { readonly sessionId: string; readonly status: string; readonly output?: unknown; readonly error?: AgentErrorInfo }[] };
+
+/**
+ * Delivers the answer to a call a suspended run was waiting on, in the resumed run (the canonical order
+ * without the beforeTool chain, which ran before the suspension): an approved call runs (with its edited
+ * input), a rejected one gets a `permission_denied` result, a client result or the children's outcomes
+ * become the call's result. onMessage and afterTool fire for each.
+ */
+export async function deliverAnswer(run: Run, pending: PendingCall, answer: PendingAnswer): Promise<ToolOutcome> {
+  const tool = run.setup.agent.toolsByName.get(pending.toolName);
+  const call: ToolCall = { id: pending.toolCallId, name: pending.toolName, arguments: pending.input };
+  const scope = callScope(call.id);
+  if (!tool) {
+    await run.appendMessage(errorResult(call, new ToolError('tool_not_found', `Tool "${call.name}" no longer exists.`).info), scope);
+    return { call, stopped: false };
+  }
+  if (answer.kind === 'approve') {
+    let input = pending.input;
+    if (answer.input !== undefined) {
+      const parsed = tool.inputSchema.safeParse(answer.input);
+      if (!parsed.success) {
+        await run.appendMessage(errorResult(call, invalidInput(tool.name, parsed.error)), scope);
+        return { call, stopped: false };
+      }
+      input = parsed.data;
+    }
+    return executeCall(run, tool, { ...call, arguments: input }, scope);
+  }
+  let row: ToolResultMessage;
+  let error: AgentError | undefined;
+  let result: unknown;
+  if (answer.kind === 'reject') {
+    const reason = answer.reason?.trim();
+    error = new AgentError('permission_denied', `The user rejected the call to "${tool.name}".${reason ? ` Reason: ${reason}` : ''}`, { details: { tool: tool.name, ...(reason ? { reason } : {}) } });
+    row = errorResult(call, error.info);
+  } else if (answer.kind === 'client') {
+    result = answer.result;
+    if (answer.isError === true) error = new ToolError('tool_failed', `The client reported that "${tool.name}" failed.`);
+    row = { role: 'tool', toolCallId: call.id, toolName: tool.name, content: answer.result ?? null, ...(error ? { isError: true, errorInfo: error.info } : {}) };
+  } else {
+    result = answer.outcomes;
+    row = { role: 'tool', toolCallId: call.id, toolName: tool.name, content: answer.outcomes };
+  }
+  await recordResult(run, { toolCall: call, tool, result, success: error === undefined, blocked: answer.kind === 'reject', durationMs: 0, ...(error ? { error } : {}) }, row, scope);
+  await run.emit({ type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: error === undefined, durationMs: 0, ...(error ? { error: error.info } : { result }), ...run.chunkBase() });
+  return { call, stopped: false };
+}

@@ -1,0 +1,37 @@
+import type { ToolContext, ToolDefinition } from '../define.js';
+import type { Draft } from '../hooks/types.js';
+import type { WriteScope } from './hook-dispatch.js';
+import type { Run } from './run.js';
+
+/** Thrown by ToolContext.awaitChildren(): the call becomes a pending `children` call. */
+export class AwaitChildrenSignal {
+  constructor(readonly children: readonly { readonly sessionId: string; readonly agentType: string }[]) {}
+}
+
+/** The context a tool's execute() gets: who runs it, the state (its writes are booked to its call), the stream. */
+export function toolContext(run: Run, tool: ToolDefinition, toolCallId: string, scope: WriteScope): ToolContext {
+  const s = run.setup;
+  return {
+    sessionId: s.sessionId,
+    runId: s.runId,
+    agentType: s.agent.name,
+    toolCallId,
+    stepCount: run.stepCount,
+    abortSignal: run.signal,
+    idempotencyKey: `${s.runId}:${run.stepCount}:${toolCallId}:${tool.name}`,
+    attempt: s.epoch,
+    ...(s.userId === undefined ? {} : { userId: s.userId }),
+    ...(s.tags === undefined ? {} : { tags: s.tags }),
+    ...(s.metadata === undefined ? {} : { metadata: s.metadata }),
+    getState: <TState>() => run.state as TState,
+    updateState: <TState>(updater: (draft: Draft<TState>) => void) => {
+      run.updateState(updater as (draft: Draft<unknown>) => void, 'tool', scope, tool.name);
+    },
+    emitCustom: async (eventName: string, data: unknown) => {
+      await run.emit({ type: 'custom', eventName, data, ...run.chunkBase() });
+    },
+    awaitChildren: (children) => {
+      throw new AwaitChildrenSignal(children.map((c) => ({ sessionId: c.sessionId, agentType: c.agentType })));
+    },
+  };
+}

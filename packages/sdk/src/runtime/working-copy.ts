@@ -1,0 +1,200 @@
+import { applyPatches, enablePatches, freeze, produce, produceWithPatches, type Patch } from 'immer';
+import type { Draft } from '../hooks/types.js';
+import type { Message } from '../messages.js';
+import type { StatePatch } from '../stream.js';
+
+enablePatches();
+
+/** An updater as hooks and tools pass it to `updateState()`. */
+export type StateUpdater = (draft: Draft<unknown>) => void;
+
+/** One state write since the last commit, with who made it (a tool call id, or a run-level owner). */
+interface StateWrite {
+  readonly owner: string;
+  /** The updater itself, so that a subset of the writes can be run again one after another. */
+  readonly updater: StateUpdater | undefined;
+  readonly patches: readonly StatePatch[];
+}
+
+/** A point in the working copy that {@link WorkingCopy.rollbackTo} returns to. */
+export interface WorkingMark {
+  readonly rows: number;
+  readonly state: unknown;
+  readonly writes: number;
+}
+
+/** What a commit takes from the working copy. */
+export interface CommitPart {
+  readonly appendMessages?: readonly Message[];
+  readonly state?: unknown;
+}
+
+/**
+ * A run's working copy: the custom state and the conversation as the run sees them, the committed
+ * snapshot they started from, and the writes made since (by owner). State values are immutable (Immer,
+ * frozen); every write replaces the state. Nothing outside this class changes these fields: the loop
+ * appends, replaces, marks and rolls back through its methods.
+ */
+export class WorkingCopy {
+  #state: unknown;
+  #committedState: unknown;
+  readonly #messages: Message[];
+  #committedRows: number;
+  readonly #writes: StateWrite[] = [];
+
+  constructor(state: unknown, messages: readonly Message[]) {
+    this.#state = freeze(state, true);
+    this.#committedState = this.#state;
+    this.#messages = messages.slice();
+    this.#committedRows = this.#messages.length;
+  }
+
+  /** The working custom state (immutable). */
+  get state(): unknown {
+    return this.#state;
+  }
+
+  /** The state as of the last commit. */
+  get committedState(): unknown {
+    return this.#committedState;
+  }
+
+  /** The working conversation: committed rows, then the rows appended since. */
+  get messages(): readonly Message[] {
+    return this.#messages;
+  }
+
+  /** How many rows of {@link messages} are committed. */
+  get committedRows(): number {
+    return this.#committedRows;
+  }
+
+  /** How many rows were appended since the last commit. */
+  get pendingCount(): number {
+    return this.#messages.length - this.#committedRows;
+  }
+
+  /** The rows appended since the last commit (a copy). */
+  pendingRows(): Message[] {
+    return this.#messages.slice(this.#committedRows);
+  }
+
+  /** Applies an Immer update owned by `owner`; returns its patches, or undefined when nothing changed. */
+  update(updater: StateUpdater, owner: string): readonly StatePatch[] | undefined {
+    const [next, patches] = produceWithPatches(this.#state, updater);
+    if (next === this.#state) return undefined;
+    this.#state = next;
+    const statePatches = patches as unknown as readonly StatePatch[];
+    this.#writes.push({ owner, updater, patches: statePatches });
+    return statePatches;
+  }
+
+  /** Applies recorded patches (a replayed journal entry) owned by `owner`. */
+  applyRecorded(patches: readonly StatePatch[], owner: string): void {
+    if (patches.length === 0) return;
+    this.#state = freeze(applyPatches(this.#state as object, patches as unknown as Patch[]), true);
+    this.#writes.push({ owner, updater: undefined, patches });
+  }
+
+  /** The patches `owner` wrote since the last commit, in order (what a journal record keeps). */
+  patchesOf(owner: string): StatePatch[] {
+    const out: StatePatch[] = [];
+    for (const write of this.#writes) if (write.owner === owner) for (const p of write.patches) out.push(p);
+    return out;
+  }
+
+  /** The patches `owner` wrote after `mark`, in order. */
+  patchesSince(mark: WorkingMark, owner: string): StatePatch[] {
+    const out: StatePatch[] = [];
+    for (let i = mark.writes; i < this.#writes.length; i++) {
+      const write = this.#writes[i] as StateWrite;
+      if (write.owner === owner) for (const p of write.patches) out.push(p);
+    }
+    return out;
+  }
+
+  /** Appends a row; returns its index. */
+  append(message: Message): number {
+    this.#messages.push(message);
+    return this.#messages.length - 1;
+  }
+
+  /** Replaces a row appended since the last commit. */
+  replace(index: number, message: Message): void {
+    if (index < this.#committedRows || index >= this.#messages.length) throw new Error(`Row ${index} is already committed and cannot be replaced.`);
+    this.#messages[index] = message;
+  }
+
+  /** The current rows and state, to come back to. */
+  mark(): WorkingMark {
+    return { rows: this.#messages.length, state: this.#state, writes: this.#writes.length };
+  }
+
+  /** Drops the rows and writes made after `mark` and restores its state. */
+  rollbackTo(mark: WorkingMark): void {
+    this.#messages.length = Math.max(this.#committedRows, Math.min(this.#messages.length, mark.rows));
+    this.#writes.length = Math.min(this.#writes.length, mark.writes);
+    this.#state = mark.state;
+  }
+
+  /**
+   * Drops every row appended since the last commit. The state goes back to the committed one, or to
+   * `keepState`'s (a failed step keeps what its afterLLMCall wrote).
+   */
+  discardStep(keepState?: WorkingMark): void {
+    this.#messages.length = this.#committedRows;
+    if (keepState === undefined) {
+      this.#state = this.#committedState;
+      this.#writes.length = 0;
+    } else {
+      this.#state = keepState.state;
+      this.#writes.length = Math.min(this.#writes.length, keepState.writes);
+    }
+  }
+
+  /**
+   * Keeps only the writes whose owner `keep` accepts, as if their updaters had run one after another on
+   * the committed state in the order they were made. Patches recorded against one snapshot do not
+   * compose (a splice and an index edit, two increments), so the updaters run again; a replayed write
+   * (patches only) is applied as recorded, and so is a write whose updater throws when run again.
+   */
+  keepWrites(keep: (owner: string) => boolean): void {
+    let state = this.#committedState;
+    const kept: StateWrite[] = [];
+    for (const write of this.#writes) {
+      if (!keep(write.owner)) continue;
+      kept.push(write);
+      state = rerun(state, write);
+    }
+    this.#writes.length = 0;
+    for (const write of kept) this.#writes.push(write);
+    this.#state = state;
+  }
+
+  /** What the next commit writes: the pending rows and, when it changed, the state. */
+  commitPart(): CommitPart {
+    const rows = this.pendingCount;
+    return {
+      ...(rows > 0 ? { appendMessages: this.#messages.slice(this.#committedRows) } : {}),
+      ...(this.#state !== this.#committedState ? { state: this.#state } : {}),
+    };
+  }
+
+  /** The commit landed: the working copy is now the committed snapshot. */
+  committed(): void {
+    this.#committedRows = this.#messages.length;
+    this.#committedState = this.#state;
+    this.#writes.length = 0;
+  }
+}
+
+function rerun(state: unknown, write: StateWrite): unknown {
+  if (write.updater) {
+    try {
+      return produce(state, write.updater);
+    } catch {
+      // An updater that is not pure enough to run twice: its recorded patches are the best we have.
+    }
+  }
+  return freeze(applyPatches(state as object, write.patches as unknown as Patch[]), true);
+}
