@@ -8,6 +8,8 @@ enablePatches();
 /** An updater as hooks and tools pass it to `updateState()`. */
 export type StateUpdater = (draft: Draft<unknown>) => void;
 
+const NO_PATCHES: readonly StatePatch[] = Object.freeze([]);
+
 /** One state write since the last commit, with who made it (a tool call id, or a run-level owner). */
 interface StateWrite {
   readonly owner: string;
@@ -82,10 +84,11 @@ export class WorkingCopy {
   /** Applies an Immer update owned by `owner`; returns its patches, or undefined when nothing changed. */
   update(updater: StateUpdater, owner: string): readonly StatePatch[] | undefined {
     const [next, patches] = produceWithPatches(this.#state, updater);
+    // Kept even when it changed nothing here: run again on another base (a stop's recompose), it may.
+    const statePatches = next === this.#state ? NO_PATCHES : (patches as unknown as readonly StatePatch[]);
+    this.#writes.push({ owner, updater, patches: statePatches });
     if (next === this.#state) return undefined;
     this.#state = next;
-    const statePatches = patches as unknown as readonly StatePatch[];
-    this.#writes.push({ owner, updater, patches: statePatches });
     return statePatches;
   }
 
