@@ -31,99 +31,87 @@ function retryDelay(failure: StepFailure, attempt: number, initial: number, max:
   return failure.retryAfterMs === undefined ? backoff : Math.min(max, Math.max(backoff, failure.retryAfterMs));
 }
 
+/** The retry policy of a model call, with its defaults applied. */
+interface Retries {
+  readonly maxAttempts: number;
+  readonly initialDelayMs: number;
+  readonly maxDelayMs: number;
+}
+
+function retriesOf(run: Run): Retries {
+  const retry = run.setup.agent.llmConfig.retry;
+  return {
+    maxAttempts: Math.max(1, retry?.maxAttempts ?? DEFAULT_ATTEMPTS),
+    initialDelayMs: retry?.initialDelayMs ?? DEFAULT_INITIAL_DELAY_MS,
+    maxDelayMs: retry?.maxDelayMs ?? DEFAULT_MAX_DELAY_MS,
+  };
+}
+
+/** What the loop does after an attempt: go on with the reply, retry after a delay, or fail. */
+function planAttempt(run: Run, result: StepResult, attempt: number, retries: Retries): StepPlan {
+  if (result.ok) return planFor(result, run.setup.agent.outputSchema !== undefined);
+  if (result.error.retryable && attempt < retries.maxAttempts && !run.signal.aborted && result.error.code !== 'run_interrupted') {
+    return { kind: 'retry', error: result.error, delayMs: retryDelay(result, attempt, retries.initialDelayMs, retries.maxDelayMs) };
+  }
+  return { kind: 'fail', error: result.error };
+}
+
 /**
- * One step's model call: every attempt fires beforeLLMCall and afterLLMCall (rule 69), a failed
- * attempt's afterLLMCall carries its error (rule 70), retryable failures are retried with backoff and
- * announced once per distinct message by a warning chunk (D12). Returns the successful reply or
- * throws the last classified error.
+ * One step's model call: every attempt fires beforeLLMCall and afterLLMCall (hooks see every billed
+ * call), a failed attempt's afterLLMCall carries its error, retryable failures are retried with backoff
+ * and announced once per distinct message by a warning chunk. Returns the successful reply or throws
+ * the last classified error.
  */
 export async function callModel(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
-  const { agent } = run.setup;
-  const config = agent.llmConfig;
-  const maxAttempts = Math.max(1, config.retry?.maxAttempts ?? DEFAULT_ATTEMPTS);
-  const initialDelay = config.retry?.initialDelayMs ?? DEFAULT_INITIAL_DELAY_MS;
-  const maxDelay = config.retry?.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
-  const hasOutputSchema = agent.outputSchema !== undefined;
-  const stepIndex = run.stepCount;
-  const onTextDelta = (delta: string): void => {
-    run.emitNoWait({ type: 'text_delta', stepIndex, delta, ...run.chunkBase() });
-  };
-
+  const retries = retriesOf(run);
   for (let attempt = 1; ; attempt++) {
     if (run.signal.aborted) throw new RunInterruptedError();
-    const systemPrompt = typeof agent.systemPrompt === 'function' ? agent.systemPrompt(run.state) : agent.systemPrompt;
-    const messages = run.work.messages;
-    let request: ModelRequest = { messages, systemPrompt, tools: agent.llmTools };
-    if (run.hooks.has('beforeLLMCall')) request = await beforeLLMCallChain(run, new LLMCallPayload(messages, systemPrompt, agent, attempt), scope, request);
-    await run.emit({ type: 'step_start', stepIndex, attempt, ...run.chunkBase() });
-    crashPoint('in_model_call');
-
-    const timeout = config.timeoutMs === undefined ? undefined : AbortSignal.timeout(config.timeoutMs);
-    const abortSignal = timeout ? AbortSignal.any([run.signal, timeout]) : run.signal;
-    const startedAt = performance.now();
-    let result: StepResult;
-    try {
-      result = await adapter.generateStep({
-        model: config.model,
-        systemPrompt: request.systemPrompt,
-        messages: request.messages,
-        tools: request.tools,
-        modelParameters: config,
-        abortSignal,
-        onTextDelta,
-      });
-    } catch (error) {
-      // An adapter must return provider failures; a throw is a bug and fires no afterLLMCall (rule 71).
-      if (AgentError.isInstance(error)) throw error;
-      throw new AgentError('run_internal_error', `The model adapter threw: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    }
-    const durationMs = performance.now() - startedAt;
-    if (!result.ok && timeout?.aborted && !run.signal.aborted) {
-      result = { ...result, error: new AgentError('provider_timeout', `The model did not answer within ${config.timeoutMs} ms.`, { details: { timeoutMs: config.timeoutMs } }).info };
-    }
-    run.books.addUsage({
-      kind: 'llm',
-      sessionId: run.setup.sessionId,
-      runId: run.setup.runId,
-      stepIndex,
-      attempt,
-      model: result.model,
-      usage: result.usage,
-      success: result.ok,
-      durationMs,
-      at: Date.now(),
-    });
-
-    // The attempt that trips a budget still reaches afterLLMCall (docs/rules.md, rule 69: hooks see every billed call).
-    const spend = run.books.charge(result, agent.limits?.pricing);
+    const { result, durationMs } = await attemptOnce(run, adapter, attempt, scope);
+    // The attempt that trips a budget still reaches afterLLMCall (docs/rules.md, rule 69).
+    const spend = run.books.charge(result, run.setup.agent.limits?.pricing);
     const budgetError = run.guards.afterAttempt.length > 0 ? firstTripped(run.guards.afterAttempt, { rows: [], emptyReply: false, spend }) : undefined;
-    let plan: StepPlan;
-    let delayMs = 0;
-    if (result.ok) {
-      plan = planFor(result, hasOutputSchema);
-    } else if (result.error.retryable && attempt < maxAttempts && !run.signal.aborted && result.error.code !== 'run_interrupted') {
-      delayMs = retryDelay(result, attempt, initialDelay, maxDelay);
-      plan = { kind: 'retry', error: result.error, delayMs };
-    } else {
-      plan = { kind: 'fail', error: result.error };
-    }
+    const plan = planAttempt(run, result, attempt, retries);
     if (run.hooks.has('afterLLMCall')) {
-      await run.hooks.fire('afterLLMCall', {
-        result,
-        plan,
-        durationMs,
-        model: result.model,
-        attempt,
-        ...(result.usage === undefined ? {} : { usage: result.usage }),
-        ...(result.ok ? {} : { error: result.error }),
-      }, scope);
+      const payload = { result, plan, durationMs, model: result.model, attempt, ...(result.usage === undefined ? {} : { usage: result.usage }), ...(result.ok ? {} : { error: result.error }) };
+      await run.hooks.fire('afterLLMCall', payload, scope);
     }
     if (budgetError) throw budgetError;
     if (result.ok) return result;
-    if (plan.kind === 'fail') throw failureError(result.error, attempt);
-    warnOnce(run, warned, result.error, attempt, maxAttempts);
-    await sleep(delayMs, run.signal);
+    if (plan.kind !== 'retry') throw failureError(result.error, attempt);
+    warnOnce(run, warned, result.error, attempt, retries.maxAttempts);
+    await sleep(plan.delayMs, run.signal);
   }
+}
+
+/** One attempt: the beforeLLMCall chain, step_start, the adapter call (bounded by the timeout), its usage entry. */
+async function attemptOnce(run: Run, adapter: LLMAdapter, attempt: number, scope: WriteScope): Promise<{ result: StepResult; durationMs: number }> {
+  const { agent } = run.setup;
+  const config = agent.llmConfig;
+  const stepIndex = run.stepCount;
+  const systemPrompt = typeof agent.systemPrompt === 'function' ? agent.systemPrompt(run.state) : agent.systemPrompt;
+  const messages = run.work.messages;
+  let request: ModelRequest = { messages, systemPrompt, tools: agent.llmTools };
+  if (run.hooks.has('beforeLLMCall')) request = await beforeLLMCallChain(run, new LLMCallPayload(messages, systemPrompt, agent, attempt), scope, request);
+  await run.emit({ type: 'step_start', stepIndex, attempt, ...run.chunkBase() });
+  crashPoint('in_model_call');
+  const timeout = config.timeoutMs === undefined ? undefined : AbortSignal.timeout(config.timeoutMs);
+  const abortSignal = timeout ? AbortSignal.any([run.signal, timeout]) : run.signal;
+  const startedAt = performance.now();
+  let result: StepResult;
+  try {
+    const onTextDelta = (delta: string): void => run.emitNoWait({ type: 'text_delta', stepIndex, delta, ...run.chunkBase() });
+    result = await adapter.generateStep({ model: config.model, systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools, modelParameters: config, abortSignal, onTextDelta });
+  } catch (error) {
+    // An adapter must return provider failures; a throw is a bug and fires no afterLLMCall.
+    if (AgentError.isInstance(error)) throw error;
+    throw new AgentError('run_internal_error', `The model adapter threw: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  const durationMs = performance.now() - startedAt;
+  if (!result.ok && timeout?.aborted && !run.signal.aborted) {
+    result = { ...result, error: new AgentError('provider_timeout', `The model did not answer within ${config.timeoutMs} ms.`, { details: { timeoutMs: config.timeoutMs } }).info };
+  }
+  run.books.addUsage({ kind: 'llm', sessionId: run.setup.sessionId, runId: run.setup.runId, stepIndex, attempt, model: result.model, usage: result.usage, success: result.ok, durationMs, at: Date.now() });
+  return { result, durationMs };
 }
 
 /** What a model attempt sends. */

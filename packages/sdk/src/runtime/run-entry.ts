@@ -65,6 +65,20 @@ export interface LauncherConfig {
 
 const EMPTY_MANAGER = new HookManager<unknown, unknown>();
 
+/** What the run record keeps of how a run began, so any process can recover it. */
+function runOptionsRecord(spec: BeginSpec, options: RunCallOptions): RunOptionsRecord {
+  return {
+    ...(spec.input === undefined ? {} : { input: spec.input }),
+    ...(options.userId === undefined ? {} : { userId: options.userId }),
+    ...(options.tags === undefined ? {} : { tags: options.tags }),
+    ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
+    ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
+    ...(spec.previousRunId === undefined ? {} : { previousRunId: spec.previousRunId }),
+    ...(spec.restoreCheckpointId === undefined ? {} : { restoredCheckpointId: spec.restoreCheckpointId }),
+    start: spec.start,
+  };
+}
+
 /** The user's text among a turn's input rows (empty when there is none). */
 function turnInput(rows: readonly Message[] | undefined): string {
   return rows?.find((m) => m.role === 'user')?.content ?? '';
@@ -102,16 +116,6 @@ export class RunLauncher {
     const startedAt = Date.now();
     const input = spec.input ?? '';
     const inputMessages: readonly Message[] = spec.newTurn ? [...(spec.leadingRows ?? []), { role: 'user', content: input }] : [];
-    const record: RunOptionsRecord = {
-      ...(spec.input === undefined ? {} : { input: spec.input }),
-      ...(options.userId === undefined ? {} : { userId: options.userId }),
-      ...(options.tags === undefined ? {} : { tags: options.tags }),
-      ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
-      ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
-      ...(spec.previousRunId === undefined ? {} : { previousRunId: spec.previousRunId }),
-      ...(spec.restoreCheckpointId === undefined ? {} : { restoredCheckpointId: spec.restoreCheckpointId }),
-      start: spec.start,
-    };
     const begun = await c.stateStore.beginRun({
       sessionId,
       runId,
@@ -125,7 +129,7 @@ export class RunLauncher {
       startedAt,
       leaseOwner: c.instanceId,
       leaseMs: c.leaseMs,
-      options: record,
+      options: runOptionsRecord(spec, options),
     });
     crashPoint('after_k1');
     const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input);
