@@ -3,7 +3,8 @@
 // that log every invocation, so the test can count what ran, where and how often.
 import { appendFileSync } from 'node:fs';
 import { z } from 'zod';
-import { crashPoint, defineAgent, defineTool, type AgentHooks, type HookContext } from '@helix-agents/sdk';
+import { defineAgent, defineTool, type AgentHooks, type HookContext } from '@helix-agents/sdk';
+import { crashPoint } from '@helix-agents/sdk/testing';
 import { createScriptedModel, type ScriptedStepObject } from '@helix-agents/sdk/testing';
 
 /** The agent's state. */

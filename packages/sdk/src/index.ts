@@ -13,8 +13,6 @@ export { JSAgentExecutor } from './runtime/executor.js';
 export type { JSAgentExecutorOptions, RunStartedInfo } from './runtime/executor.js';
 export type { AgentRuntime, ExecuteOptions, AgentHandle, RecoverOptions, RunCallOptions, ResumeOptions, RetryOptions, ToolResultSubmission, ApprovalDecision } from './runtime/agent-runtime.js';
 export type { AuditHooks } from './runtime/hook-dispatch.js';
-export { crashPoint } from './runtime/crash-points.js';
-export type { CrashPointName } from './runtime/crash-points.js';
 export type { AgentResult } from './runtime/result.js';
 export { consoleLogger, silentLogger } from './runtime/logger.js';
 export type { Logger } from './runtime/logger.js';

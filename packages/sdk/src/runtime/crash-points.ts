@@ -1,5 +1,5 @@
 /**
- * Named crash points for crash tests (PLATFORM-NOTES "Crash tests"): with HELIX_CRASH_AT=<name> (or
+ * Named crash points for crash tests: with HELIX_CRASH_AT=<name> (or
  * <name>@<n> for the n-th time it is reached) the process SIGKILLs itself at that point, so a test hits
  * the exact point every time instead of racing a timer. Unset, a crash point costs one comparison.
  */

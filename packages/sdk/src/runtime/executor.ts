@@ -23,7 +23,7 @@ export type { RunStartedInfo } from './run-entry.js';
 export interface JSAgentExecutorOptions {
   /** Where observe-only hook errors and store trouble are reported (default: stderr). */
   readonly logger?: Logger;
-  /** HOOK-RULES C5: when true, a throwing onAgentComplete fails the run (onAgentFail follows); default false. */
+  /** When true, a throwing onAgentComplete fails the run (onAgentFail follows; docs/rules.md, C5); by default the run completes without the hook's writes. */
   readonly strictTerminalHooks?: boolean;
   /** Makes run, turn and session ids (default: random UUIDs). */
   readonly generateId?: (kind: 'run' | 'turn' | 'session') => string;
@@ -89,7 +89,7 @@ export class JSAgentExecutor implements AgentRuntime {
 
   /**
    * Starts a run and resolves once its entry (K1 run-start commit, stream claim, run_started chunk)
-   * is done. An entry failure rejects with a typed error and fires no hook at all (rule 10).
+   * is done. An entry failure rejects with a typed error and fires no hook at all (docs/rules.md, rule 10).
    */
   async execute<TState, TOutput>(
     agent: AgentConfig<TState, TOutput>,
