@@ -30,7 +30,7 @@ export async function runCompleteExample(
   };
   const hookLine = (text: string): void => line(`${paint(36, '[hook]')} ${text}`);
 
-  line(paint(1, 'helix-agents demo: the research agent of hooks-lifecycle.md'));
+  line(paint(1, 'helix-agents demo: a research agent with logging and metrics hooks'));
   const stores = openSqliteStores({ path: env['HELIX_DB'] ?? '.helix/helix.db' });
   line(`model: ${description}`);
   line(`store: SQLite at ${stores.database.path}`);

@@ -1,4 +1,4 @@
-// The spec's Complete Example (hooks-lifecycle.md): a research agent with logging and metrics hooks,
+// The complete example: a research agent with logging and metrics hooks,
 // composed at execution time. Only the model is swapped: see model.ts.
 import { defineAgent, defineTool, type AgentHooks } from '@helix-agents/sdk';
 import type { LanguageModel } from '@helix-agents/sdk';

@@ -1,4 +1,4 @@
-// The spec's "Tracing & Observability" example (hooks-lifecycle.md): createLangfuseHooks on the research
+// The tracing example: createLangfuseHooks on the research
 // agent. With LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY set (and LANGFUSE_BASE_URL for a self-hosted or
 // US instance) the trace goes to Langfuse; without them it goes to a local stand-in on 127.0.0.1 that
 // prints what Langfuse would have received.

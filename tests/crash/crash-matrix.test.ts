@@ -35,7 +35,8 @@ interface ChildResult {
 
 function child(args: string[], crashAt?: string): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
-    // One process (node --import tsx), so SIGKILL kills the process that writes (PLATFORM-NOTES).
+    // One process (node --import tsx): `tsx file.ts` would start a second node process, and a SIGKILL of its
+    // pid would leave the process that writes running.
     const proc = spawn(process.execPath, ['--conditions=helix-source', '--import', 'tsx', join(here, 'child.ts'), ...args], {
       env: { ...process.env, HELIX_CRASH_AT: crashAt ?? '' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,4 +1,4 @@
-// Runs each hook pattern of hooks-lifecycle.md ("Common Patterns") on the scripted model:
+// Runs each of the common hook patterns on the scripted model:
 //   npm run example -- logging | metrics | rate-limit | custom-events | timing
 import { pathToFileURL } from 'node:url';
 import { InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, silentLogger, type AgentHooks, type AgentResult, type StreamChunk } from '@helix-agents/sdk';

@@ -45,7 +45,8 @@ const NETWORK_CODES = new Set([
 ]);
 const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'ESOCKETTIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 const NETWORK_TEXT = /fetch failed|failed to fetch|socket hang up|cannot connect to api|network ?error|econnrefused|econnreset|enotfound|eai_again|^terminated$/i;
-// Last-resort text matching for providers that throw plain errors (order of HOOK-RULES 3.1 item 22).
+// Last-resort text matching for providers that throw plain errors, tried in this order: rate limit (quota
+// included), then bad credentials, then timeout.
 const RATE_LIMIT_TEXT = /rate.?limit|too many requests|quota/i;
 const AUTH_TEXT = /invalid.{0,10}api.?key|incorrect api key|unauthori[sz]ed|authentication/i;
 const TIMEOUT_TEXT = /timed? ?out|timeout/i;
@@ -210,7 +211,7 @@ function byText(text: string): Classification | undefined {
 /**
  * Classifies anything a model call threw or streamed as an `error` part into an {@link AgentErrorInfo}
  * (provider_rate_limited, provider_auth, provider_timeout, ...; run_interrupted for our own abort).
- * Never throws. The message stays stable across retries of the same failure (HOOK-RULES D12).
+ * Never throws. The message stays stable across retries of the same failure (docs/rules.md, D12).
  */
 export function classifyProviderError(error: unknown, context: ProviderErrorContext): ClassifiedProviderError {
   const base = { provider: context.provider, modelId: context.modelId };

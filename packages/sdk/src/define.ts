@@ -138,7 +138,7 @@ export interface LLMConfig extends ModelParameters {
  */
 export type SystemPrompt<TState> = string | { bivarianceHack(state: TState): string }['bivarianceHack'];
 
-/** Loop guards (hooks-guards-and-errors.md): each ends the run with a fatal `run_*` error when tripped. */
+/** Loop guards (docs/rules.md, rule 228): each ends the run with a fatal `run_*` error when tripped. */
 export interface RunLimits {
   /** `run_repeated_error` when the same tool error (code and message) comes back this many times in a run (default 3; 0 turns it off). */
   readonly maxRepeatedErrors?: number;

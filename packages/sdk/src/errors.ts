@@ -1,5 +1,5 @@
 /**
- * The error taxonomy of helix-agents (`hooks-guards-and-errors.md`): every error the runtime raises
+ * The error taxonomy of helix-agents (docs/rules.md, section 1.15): every error the runtime raises
  * or records carries an {@link AgentErrorInfo}, and every error class has a stable code and a static
  * `isInstance()` that works across duplicated copies of this package.
  */
@@ -37,7 +37,7 @@ interface CodeDefaults {
 
 /**
  * Every code the runtime itself raises, with its default layer, severity, retryability and hint.
- * Severities follow the tested values of HOOK-RULES.md C14.
+ * Severities follow docs/rules.md, C14.
  */
 export const ERROR_CODES = {
   provider_rate_limited: { layer: 'provider', severity: 'error', retryable: true, hint: 'The model provider is rate limiting requests; wait and retry, or lower the request rate.' },

@@ -46,7 +46,7 @@ export interface LLMStepRequest {
   readonly onTextDelta?: (delta: string) => void;
 }
 
-/** Token usage of one model call; the field names are those of `hooks-lifecycle.md`. */
+/** Token usage of one model call; the field names are those of `afterLLMCall`'s `usage` (docs/rules.md, rule 62). */
 export interface TokenUsage {
   readonly promptTokens: number;
   readonly completionTokens: number;
@@ -83,7 +83,7 @@ export interface StepFailure {
   readonly retryAfterMs?: number;
 }
 
-/** What one model call returned: provider failures are results, not exceptions (HOOK-RULES C2). */
+/** What one model call returned: provider failures are results, not exceptions (docs/rules.md, C2). */
 export type StepResult = StepSuccess | StepFailure;
 
 /**

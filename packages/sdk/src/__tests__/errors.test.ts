@@ -43,7 +43,7 @@ describe('errors carry AgentErrorInfo (rules 223-230)', () => {
     expect(ConfigError.isInstance(new ConfigError('x'))).toBe(true);
   });
 
-  it('rule 224 / 3.1 item 21: toAgentErrorInfo bounds messages and never leaks a stack; an empty message becomes a sentence', () => {
+  it('rule 224: toAgentErrorInfo bounds messages and never leaks a stack; an empty message becomes a sentence', () => {
     const long = toAgentErrorInfo(new Error('x'.repeat(1000)));
     expect(long.message.length).toBeLessThan(400);
     expect(long.code).toBe('run_internal_error');

@@ -161,7 +161,7 @@ describe('beforeTool and afterTool steering (C13, C16, D4)', () => {
     expect(decisions(streamManager.chunks(handle.sessionId))[0]).toMatchObject({ hookPoint: 'beforeTool', decision: 'block', toolCallId: 'c1' });
   });
 
-  it('rule 218: { input } replaces the whole input, is validated, and afterTool reports the effective input (3.1 item 13)', async () => {
+  it('rule 218: { input } replaces the whole input, is validated, and afterTool reports the effective input', async () => {
     const { executor } = setup();
     const rec = createHookRecorder({ points: ['afterTool'] });
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 5 } }] }, finish('x')], {
@@ -383,7 +383,7 @@ describe('loop guards (rule 228)', () => {
   });
 });
 
-describe('class-based hooks (rules 197, 198, 205–207; 3.2 item 14)', () => {
+describe('class-based hooks (rules 197, 198, 205–207; warmed up once per object)', () => {
   class AuditHook {
     readonly allowedHookPoints: readonly HookPoint[] = ['beforeTool', 'afterTool'];
     warmUps = 0;

@@ -2,8 +2,8 @@ import { ConfigError } from '../errors.js';
 import { HOOK_POINTS, type AgentHooks, type HookPoint } from './types.js';
 
 /**
- * What a throwing (or timed-out) handler does (HOOK-RULES C1):
- * - `fail-run`: the run fails with `hook_failed` and onAgentFail fires once (the default of hooks-lifecycle.md);
+ * What a throwing (or timed-out) handler does (docs/rules.md, C1):
+ * - `fail-run`: the run fails with `hook_failed` and onAgentFail fires once (the default, rule 5);
  * - `fail-closed`: the run fails with `hook_blocked` (a guard that cannot decide refuses);
  * - `block-tool`: beforeTool only: the call is blocked and the error message goes back to the model;
  * - `fail-open`: the error is logged and the run goes on as if the handler had returned nothing.
@@ -26,7 +26,7 @@ export interface HookManagerOptions {
   readonly timeoutMs?: number | Partial<Record<HookPoint, number>>;
 }
 
-/** The error table of hooks-guards-and-errors.md as a configuration: `createHookManager(hooks, { onError: guardPolicy })`. */
+/** The guard preset (rules 217–221) as a configuration: `createHookManager(hooks, { onError: guardPolicy })`. */
 export const guardPolicy: Readonly<Partial<Record<HookPoint, HookErrorPolicy>>> = Object.freeze({
   beforeLLMCall: 'fail-closed',
   beforeTool: 'block-tool',

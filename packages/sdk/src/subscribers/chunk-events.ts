@@ -8,7 +8,7 @@ export interface ChunkEventContext {
   readonly turnId: string | undefined;
   /**
    * True for a run continued by recover(): its run_started repeats the turn's input, which the log
-   * already holds, so no second `message.received` is made (HOOK-RULES C11).
+   * already holds, so no second `message.received` is made (docs/rules.md, C11).
    */
   readonly recovered: boolean;
 }
@@ -39,7 +39,7 @@ function usageOf(summary: RunUsageSummary | undefined): { usage?: TurnUsage; cos
 }
 
 /**
- * The session event a recorded stream chunk stands for (HOOK-RULES D8), or undefined for chunks that
+ * The session event a recorded stream chunk stands for (docs/rules.md, D8), or undefined for chunks that
  * are not in the vocabulary (step starts, tool starts, state patches, custom chunks, warnings, hook
  * decisions). `index` is the chunk's offset in the session's stream. The internal `__finish__` call is
  * left out of the action envelopes; an envelope it leaves empty is not made.

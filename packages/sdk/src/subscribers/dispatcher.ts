@@ -134,7 +134,7 @@ function errorText(error: unknown): string {
  * from the stream (so an event is dispatched only once it is recorded), turned into session events,
  * and handed to the hooks one at a time per session, in order. Sessions are independent; the model
  * never waits for a handler (the reader only reads the log). Nothing recorded before the dispatcher
- * attached is dispatched, so after a host restart no event is replayed (HOOK-RULES rule 166, C11).
+ * attached is dispatched, so after a host restart no event is replayed (docs/rules.md, rule 166 and C11).
  * A handler that throws is logged and skipped; the next handler runs.
  */
 export function createHookDispatcher(options: HookDispatcherOptions): HookDispatcher {

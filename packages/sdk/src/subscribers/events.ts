@@ -41,7 +41,7 @@ export interface TurnCost {
 }
 
 /**
- * `event.data` of every event type. The vocabulary of `hooks-event-subscribers.md`; `message.appended`
+ * `event.data` of every event type. The event vocabulary (docs/rules.md, rules 148–157); `message.appended`
  * is our one `*.appended` delta (assistant text as it streams).
  */
 export interface SessionEventDataMap {
