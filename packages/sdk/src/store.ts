@@ -7,13 +7,13 @@ import type { UsageEntry } from './usage.js';
 export type RunStatus = 'running' | 'completed' | 'failed' | 'interrupted' | 'superseded' | 'suspended';
 
 /**
- * The kinds of commit of ARCHITECTURE.md: K1 run start, K2 turn start, K3 step, K4 suspension, K5
+ * The kinds of commit (docs/semantics.md): K1 run start, K2 turn start, K3 step, K4 suspension, K5
  * terminal; `resume` records the answers a resumed run delivered (client tool results, approved or
  * rejected calls, children's outcomes) before its first model call.
  */
 export type CommitKind = 'run_start' | 'turn_start' | 'step' | 'resume' | 'suspension' | 'terminal';
 
-/** Why a run suspended (HOOK-RULES C17: an approval reports `client_tool`). */
+/** Why a run suspended (an approval reports `client_tool`: docs/rules.md, C17). */
 export type SuspensionReason = 'client_tool' | 'awaiting_children' | 'step_partial';
 
 /** A call a suspended run waits on. */
