@@ -110,17 +110,20 @@ export class HookDispatcher {
     let current = payload;
     for (const entry of entries) {
       const outcome = await this.#invoke(entry, current, ctx);
-      if (scope.changes.length > 0 && point !== 'onStateChange') await this.flushStateChanges(scope);
       if (!outcome.ok) {
         if (onBlock && entry.policy === 'block-tool' && !passesThrough(outcome.error)) {
           this.#audit(entry, 'block', outcome.durationMs, scope.callId, outcome.error.message, outcome.error.info);
+          await this.#flush(point, scope);
           return { payload: current, result: onBlock(outcome.error, entry, outcome.durationMs) };
         }
-        this.#onError(entry, outcome, scope.callId);
+        // The policy first: a handler whose error ends the run announces no write (its changes are dropped).
+        this.#onErrorDropping(entry, outcome, scope);
+        await this.#flush(point, scope);
         continue;
       }
       const verdict = interpret(outcome.value, current, entry);
       this.#audit(entry, verdict?.decision ?? 'allow', outcome.durationMs, scope.callId, verdict?.reason);
+      await this.#flush(point, scope);
       if (verdict?.end !== undefined) return { payload: current, result: verdict.end };
       if (verdict?.payload !== undefined) current = verdict.payload;
     }
@@ -172,6 +175,21 @@ export class HookDispatcher {
       } finally {
         this.#inStateChangeHook = false;
       }
+    }
+  }
+
+  /** Fires the onStateChange hooks the handler's writes queued (an onStateChange handler's own writes queue none). */
+  async #flush(point: HookPoint, scope: WriteScope): Promise<void> {
+    if (scope.changes.length > 0 && point !== 'onStateChange') await this.flushStateChanges(scope);
+  }
+
+  /** {@link #onError}; when the policy ends the run, the changes the handler queued are dropped with it. */
+  #onErrorDropping(entry: HookEntry, outcome: Extract<Invocation, { ok: false }>, scope: WriteScope): void {
+    try {
+      this.#onError(entry, outcome, scope.callId);
+    } catch (error) {
+      scope.changes.length = 0;
+      throw error;
     }
   }
 

@@ -6,7 +6,9 @@ import { asHookError } from './hook-dispatch.js';
 import { terminalRecord } from './journal-records.js';
 import type { AgentResult } from './result.js';
 import { callScope, RUN_OWNER, scopeOf, type Run } from './run.js';
-import type { ToolOutcome } from './tool-calls.js';
+import { stoppedResult, type ToolOutcome } from './tool-calls.js';
+import type { ToolCall } from '../messages.js';
+import type { WorkingMark } from './working-copy.js';
 
 /** How a run ends: complete with an output, or fail with an error. */
 export type Ending = { readonly kind: 'complete'; readonly output: unknown; readonly exitReason: ExitReason } | { readonly kind: 'fail'; readonly error: AgentError };
@@ -23,9 +25,25 @@ export function stopAfterTools(run: Run, outcomes: readonly ToolOutcome[]): neve
   const reason: unknown = run.signal.reason;
   if (RunSupersededError.isInstance(reason)) throw reason;
   if (outcomes.length === 0) throw new RunInterruptedError();
-  const kept = new Set(outcomes.filter((o) => !o.stopped).map((o) => callScope(o.call.id).owner));
-  run.work.keepWrites((owner) => kept.has(owner));
+  const kept = new Map(outcomes.filter((o) => !o.stopped).map((o) => [callScope(o.call.id).owner, o.call] as const));
+  // A kept call whose writes no longer apply once the dropped ones are gone is dropped too: its row
+  // becomes a stopped result, so that a write persists only with the row recording its work.
+  for (let failed = run.work.keepWrites((owner) => kept.has(owner)); failed.size > 0; failed = run.work.keepWrites((owner) => kept.has(owner))) {
+    for (const owner of failed) {
+      const call = kept.get(owner);
+      kept.delete(owner);
+      if (call) replaceResultRow(run, call);
+    }
+  }
   throw new StopWithRecords('The run was stopped; the results of the calls that finished are kept.');
+}
+
+function replaceResultRow(run: Run, call: ToolCall): void {
+  const rows = run.work.messages;
+  for (let i = run.work.committedRows; i < rows.length; i++) {
+    const row = rows[i];
+    if (row?.role === 'tool' && row.toolCallId === call.id) run.work.replace(i, stoppedResult(call));
+  }
 }
 
 /** The run's own supersede, whether thrown by a fenced write or signalled by a lost lease. */
@@ -41,10 +59,15 @@ export async function finish(run: Run, ending: Ending, startHookFired: boolean):
   return ending.kind === 'complete' ? complete(run, ending.output, ending.exitReason, startHookFired) : fail(run, ending.error, startHookFired);
 }
 
-/** What ends a completing run instead: its own supersede, or a failure (after onAgentComplete fired). */
-async function completionFailed(run: Run, error: unknown, startHookFired: boolean, what: string): Promise<AgentResult> {
+/**
+ * What ends a completing run instead: its own supersede (onAgentSuperseded reports the state as the run
+ * had it, the complete hook's writes included), or a failure after onAgentComplete fired, which never
+ * persists that hook's writes.
+ */
+async function completionFailed(run: Run, error: unknown, before: WorkingMark, startHookFired: boolean, what: string): Promise<AgentResult> {
   const supersede = ownSupersede(run, error);
   if (supersede) return superseded(run, supersede);
+  run.work.rollbackTo(before);
   const message = error instanceof Error ? error.message : String(error);
   return fail(run, AgentError.isInstance(error) ? error : new StateCommitError(`${what}: ${message}`, { cause: error }), startHookFired);
 }
@@ -77,9 +100,7 @@ async function complete(run: Run, output: unknown, exitReason: ExitReason, start
       return { output, exitReason, patches: run.work.patchesSince(before, RUN_OWNER), endCarriesState };
     });
   } catch (error) {
-    // The complete hook's writes never persist when the run cannot reach its terminal commit.
-    run.work.rollbackTo(before);
-    return completionFailed(run, error, startHookFired, "The terminal hook's outcome could not be recorded");
+    return completionFailed(run, error, before, startHookFired, "The terminal hook's outcome could not be recorded");
   }
   if (outcome.status === 'replayed') run.work.applyRecorded(outcome.value.patches, RUN_OWNER);
   const endCarriesState = outcome.status === 'interrupted' || outcome.value.endCarriesState;
@@ -87,8 +108,7 @@ async function complete(run: Run, output: unknown, exitReason: ExitReason, start
   try {
     await run.commit({ kind: 'terminal', runStatus: 'completed', output, checkpoint: 'state' });
   } catch (error) {
-    run.work.rollbackTo(before);
-    return completionFailed(run, error, startHookFired, 'The terminal commit failed');
+    return completionFailed(run, error, before, startHookFired, 'The terminal commit failed');
   }
   crashPoint('after_k5');
   await afterCommit(run, () => run.emit({ type: 'end', output, ...(endCarriesState ? { state: run.state } : {}), usage: run.usageSummary(), ...run.chunkBase() }));

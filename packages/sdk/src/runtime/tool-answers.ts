@@ -4,6 +4,9 @@ import type { PendingCall } from '../store.js';
 import { callScope, type Run } from './run.js';
 import { errorResult, executeCall, invalidInput, recordResult, type ToolOutcome } from './tool-calls.js';
 
+/** The step index a delivered call is recorded under: before the resumed run's first step. */
+const DELIVERY_STEP = -1;
+
 /** An answer a resumed run delivers for a pending call. */
 export type PendingAnswer =
   | { readonly kind: 'client'; readonly result: unknown; readonly isError?: boolean }
@@ -35,7 +38,8 @@ export async function deliverAnswer(run: Run, pending: PendingCall, answer: Pend
       }
       input = parsed.data;
     }
-    return executeCall(run, tool, { ...call, arguments: input }, scope);
+    // Keyed before the resumed run's first step (-1), so a call of that step reusing the id is its own work.
+    return executeCall(run, tool, { ...call, arguments: input }, scope, DELIVERY_STEP);
   }
   let row: ToolResultMessage;
   let error: AgentError | undefined;

@@ -5,6 +5,7 @@ import { RunSupersededError, ToolError, type AgentErrorInfo } from '../errors.js
 import type { HookEntry } from '../hooks/manager.js';
 import type { AfterToolPayload, AfterToolResult, BeforeToolResult } from '../hooks/types.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
+import type { StreamChunkInput } from '../stream.js';
 import type { PendingCall } from '../store.js';
 import type { Verdict, WriteScope } from './hook-dispatch.js';
 import { callResultRecord, type CallResultRecord, type FinishOutput } from './journal-records.js';
@@ -34,7 +35,8 @@ export function invalidInput(toolName: string, error: z.ZodError): AgentErrorInf
   }).info;
 }
 
-function stoppedResult(call: ToolCall): ToolResultMessage {
+/** The result row of a call a stop ended before its result was recorded. */
+export function stoppedResult(call: ToolCall): ToolResultMessage {
   return errorResult(call, new ToolError('run_stopped', `The run was stopped before "${call.name}" finished.`, { details: { tool: call.name } }).info);
 }
 
@@ -142,9 +144,9 @@ async function runToolCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
  * fires, the tool does not run); a call that started but recorded no result is not run again (at most
  * once) and gets `tool_interrupted`. Undefined when the call has to run.
  */
-async function fromRecorder(run: Run, tool: ToolDefinition, call: ToolCall): Promise<ToolOutcome | undefined> {
+async function fromRecorder(run: Run, tool: ToolDefinition, call: ToolCall, step = run.stepCount): Promise<ToolOutcome | undefined> {
   if (!tool.sideEffects) return undefined;
-  const prior = await run.recorder.replay({ kind: 'tool_call', step: run.stepCount, callId: call.id }, callResultRecord);
+  const prior = await run.recorder.replay({ kind: 'tool_call', step, callId: call.id }, callResultRecord);
   if (!prior) return undefined;
   if (prior.status === 'replayed') return replayCall(run, call, tool, prior.value);
   await run.appendMessage(errorResult(call, new ToolError('tool_interrupted', `Tool "${tool.name}" was interrupted: its outcome is unknown and it was not run again.`, { details: { tool: tool.name } }).info), run.runScope, false);
@@ -153,28 +155,32 @@ async function fromRecorder(run: Run, tool: ToolDefinition, call: ToolCall): Pro
 
 /**
  * Runs an allowed call. A side-effecting call goes through the step recorder (a start marker, then its
- * result, so it runs at most once); a pure one just runs. Shared by a step's calls and an approved call
- * that a resumed run delivers.
+ * result, so it runs at most once); a pure one just runs. Its tool_end chunk and usage follow the
+ * record, so nothing announces a result a crash could still lose. Shared by a step's calls and an
+ * approved call that a resumed run delivers (`step` -1: before the resumed run's first step, so its key
+ * never meets a call of that step with the same id).
  */
-export async function executeCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<ToolOutcome> {
+export async function executeCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, step = run.stepCount): Promise<ToolOutcome> {
   if (!tool.sideEffects) {
     const ran = await runCall(run, tool, call, scope);
-    return isOutcome(ran) ? ran : { call, stopped: false, ...(ran.finishOutput ? { finishOutput: ran.finishOutput } : {}) };
+    return isOutcome(ran) ? ran : announce(run, tool, call, ran);
   }
+  let ranNow: CallRun | undefined;
   try {
     const outcome = await run.recorder.replayOrRun(
-      { kind: 'tool_call', step: run.stepCount, callId: call.id },
+      { kind: 'tool_call', step, callId: call.id },
       callResultRecord,
       async () => {
         const ran = await runCall(run, tool, call, scope);
         if (isOutcome(ran)) throw new EndedWithoutResult(ran);
-        return ran;
+        ranNow = ran;
+        return ran.record;
       },
       { atMostOnce: true },
     );
-    if (outcome.status === 'interrupted') return (await fromRecorder(run, tool, call)) ?? { call, stopped: false };
+    if (outcome.status === 'interrupted') return (await fromRecorder(run, tool, call, step)) ?? { call, stopped: false };
     if (outcome.status === 'replayed') return replayCall(run, call, tool, outcome.value);
-    return { call, stopped: false, ...(outcome.value.finishOutput ? { finishOutput: outcome.value.finishOutput } : {}) };
+    return announce(run, tool, call, ranNow as CallRun);
   } catch (error) {
     // A stop or a suspension: no result to record; the start marker keeps the call from running twice.
     if (error instanceof EndedWithoutResult) return error.outcome;
@@ -187,12 +193,26 @@ class EndedWithoutResult {
   constructor(readonly outcome: ToolOutcome) {}
 }
 
-function isOutcome(value: CallResultRecord | ToolOutcome): value is ToolOutcome {
+/** A call that ran to its result: the record, and the tool_end chunk that announces it. */
+interface CallRun {
+  readonly record: CallResultRecord;
+  readonly end: StreamChunkInput;
+}
+
+function isOutcome(value: CallRun | ToolOutcome): value is ToolOutcome {
   return 'stopped' in value;
 }
 
+/** The result is recorded (or needs no record): tool_end and the call's usage. */
+async function announce(run: Run, tool: ToolDefinition, call: ToolCall, ran: CallRun): Promise<ToolOutcome> {
+  const { record } = ran;
+  await run.emit(ran.end);
+  pushToolUsage(run, tool, call.id, record.success, record.durationMs);
+  return { call, stopped: false, ...(record.finishOutput ? { finishOutput: record.finishOutput } : {}) };
+}
+
 /** tool_start, execute, onStateChange*, onMessage(result), the afterTool chain, tool_end. */
-async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<CallResultRecord | ToolOutcome> {
+async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<CallRun | ToolOutcome> {
   const execute = tool.execute;
   if (!execute) throw new Error(`Tool ${tool.name} has no execute function.`);
   await run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: call.arguments, ...run.chunkBase() });
@@ -235,9 +255,8 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
   const success = error === undefined;
   const row = error ? errorResult(call, error.info) : { role: 'tool' as const, toolCallId: call.id, toolName: tool.name, content: result ?? null };
   const { message, rewritten } = await recordResult(run, { toolCall: call, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, row, scope);
-  await run.emit({ type: 'tool_end', toolCallId: call.id, toolName: tool.name, success, durationMs, ...(error ? { error: error.info } : { result: rewritten ? rewritten.result : result }), ...run.chunkBase() });
-  pushToolUsage(run, tool, call.id, success, durationMs);
-  return { message, patches: run.work.patchesOf(scope.owner), success, durationMs, ...(finishOutput ? { finishOutput } : {}) };
+  const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success, durationMs, ...(error ? { error: error.info } : { result: rewritten ? rewritten.result : result }), ...run.chunkBase() };
+  return { record: { message, patches: run.work.patchesOf(scope.owner), success, durationMs, ...(finishOutput ? { finishOutput } : {}) }, end };
 }
 
 /**

@@ -16,6 +16,8 @@ interface StateWrite {
   /** The updater itself, so that a subset of the writes can be run again one after another. */
   readonly updater: StateUpdater | undefined;
   readonly patches: readonly StatePatch[];
+  /** The state right after this write. */
+  readonly after: unknown;
 }
 
 /** A point in the working copy that {@link WorkingCopy.rollbackTo} returns to. */
@@ -86,7 +88,7 @@ export class WorkingCopy {
     const [next, patches] = produceWithPatches(this.#state, updater);
     // Kept even when it changed nothing here: run again on another base (a stop's recompose), it may.
     const statePatches = next === this.#state ? NO_PATCHES : (patches as unknown as readonly StatePatch[]);
-    this.#writes.push({ owner, updater, patches: statePatches });
+    this.#writes.push({ owner, updater, patches: statePatches, after: next });
     if (next === this.#state) return undefined;
     this.#state = next;
     return statePatches;
@@ -96,7 +98,7 @@ export class WorkingCopy {
   applyRecorded(patches: readonly StatePatch[], owner: string): void {
     if (patches.length === 0) return;
     this.#state = freeze(applyPatches(this.#state as object, patches as unknown as Patch[]), true);
-    this.#writes.push({ owner, updater: undefined, patches });
+    this.#writes.push({ owner, updater: undefined, patches, after: this.#state });
   }
 
   /** The patches `owner` wrote since the last commit, in order (what a journal record keeps). */
@@ -158,20 +160,30 @@ export class WorkingCopy {
   /**
    * Keeps only the writes whose owner `keep` accepts, as if their updaters had run one after another on
    * the committed state in the order they were made. Patches recorded against one snapshot do not
-   * compose (a splice and an index edit, two increments), so the updaters run again; a replayed write
-   * (patches only) is applied as recorded, and so is a write whose updater throws when run again.
+   * compose (a splice and an index edit, two increments), so the kept writes after the first dropped
+   * one run again (those before it keep the state they made: nothing runs twice without need); a
+   * replayed write (patches only) is applied as recorded, and so is a write whose updater throws when run
+   * again. When a kept write cannot be applied at all, nothing changes and its owner is returned: the
+   * caller drops that owner too and asks again.
    */
-  keepWrites(keep: (owner: string) => boolean): void {
-    let state = this.#committedState;
-    const kept: StateWrite[] = [];
-    for (const write of this.#writes) {
+  keepWrites(keep: (owner: string) => boolean): ReadonlySet<string> {
+    let start = 0;
+    while (start < this.#writes.length && keep((this.#writes[start] as StateWrite).owner)) start++;
+    if (start === this.#writes.length) return NONE;
+    let state = start === 0 ? this.#committedState : (this.#writes[start - 1] as StateWrite).after;
+    const kept: StateWrite[] = this.#writes.slice(0, start);
+    for (let i = start; i < this.#writes.length; i++) {
+      const write = this.#writes[i] as StateWrite;
       if (!keep(write.owner)) continue;
-      kept.push(write);
-      state = rerun(state, write);
+      const next = rerun(state, write);
+      if (next === UNAPPLIABLE) return new Set([write.owner]);
+      state = next;
+      kept.push({ ...write, after: state });
     }
     this.#writes.length = 0;
     for (const write of kept) this.#writes.push(write);
     this.#state = state;
+    return NONE;
   }
 
   /** What the next commit writes: the pending rows and, when it changed, the state. */
@@ -191,13 +203,20 @@ export class WorkingCopy {
   }
 }
 
+const NONE: ReadonlySet<string> = new Set();
+const UNAPPLIABLE = Symbol('unappliable');
+
 function rerun(state: unknown, write: StateWrite): unknown {
   if (write.updater) {
     try {
       return produce(state, write.updater);
     } catch {
-      // An updater that is not pure enough to run twice: its recorded patches are the best we have.
+      // An updater that is not pure enough to run twice: its recorded patches are the next best thing.
     }
   }
-  return freeze(applyPatches(state as object, write.patches as unknown as Patch[]), true);
+  try {
+    return freeze(applyPatches(state as object, write.patches as unknown as Patch[]), true);
+  } catch {
+    return UNAPPLIABLE;
+  }
 }
