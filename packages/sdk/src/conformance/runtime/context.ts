@@ -5,7 +5,7 @@ import type { HookManager } from '../../hooks/manager.js';
 import type { AgentHandle, AgentRuntime, ExecuteOptions, RecoverOptions, ResumeOptions, RetryOptions, RunCallOptions } from '../../runtime/agent-runtime.js';
 import type { AgentResult } from '../../runtime/result.js';
 import type { CrashControl, LeaseControl, RuntimeInstance, StoreFaults } from './factory.js';
-import { HookRecorder, orderParallelCalls, orderToolRows, traceMessage, type HookLayer } from './recorder.js';
+import { TraceRecorder, orderParallelCalls, orderToolRows, traceMessage, type HookLayer } from './recorder.js';
 import { toJson, type JsonValue, type RuntimeTrace, type TraceEntry, type TraceEntryName, type TraceNote, type TraceResult, type TraceRun, type TraceSession } from './trace.js';
 
 /** A promise a scenario resolves itself, to order a tool or a hook after something else happened. */
@@ -122,7 +122,7 @@ export class ScenarioRecorder implements ScenarioContext {
   readonly runtime: AgentRuntime;
   readonly #instance: RuntimeInstance;
   readonly #scenario: string;
-  readonly #hooks = new HookRecorder();
+  readonly #hooks = new TraceRecorder();
   readonly #entries: TraceEntry[] = [];
   readonly #notes: TraceNote[] = [];
   readonly #results = new Map<string, AgentResult>();

@@ -73,7 +73,7 @@ function errorCode(error: unknown): string {
  * numbers them. It also keeps, per run, the calls of the latest assistant row, to tell which call a
  * tool's state change belongs to.
  */
-export class HookRecorder {
+export class TraceRecorder {
   readonly events: RawEvent[] = [];
   readonly runIds = new Set<string>();
   readonly sessionIds = new Set<string>();

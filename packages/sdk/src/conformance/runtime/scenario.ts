@@ -10,7 +10,7 @@ export interface RuntimeScenario {
   /** A stable, unique name: `<topic>/<what>`. */
   readonly name: string;
   readonly topic: ScenarioTopic;
-  /** What the scenario checks, with the rules it covers. */
+  /** What the scenario checks, with the rules it covers, numbered as in docs/rules.md (rule N, CN, DN). */
   readonly description: string;
   /** Capabilities the scenario needs beyond the public API (none by default). */
   readonly needs?: readonly RuntimeCapability[];

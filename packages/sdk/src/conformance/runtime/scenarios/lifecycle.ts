@@ -11,12 +11,13 @@ const S1 = session(1);
 const C1 = call(1);
 const C2 = call(2);
 
+/** The rows of the lifecycle table: completes, fails after start, terminal commit fails, superseded, superseded after complete, fails at entry. */
 export const lifecycleScenarios: readonly RuntimeScenario[] = [
   {
     name: 'lifecycle/completes',
     topic: 'lifecycle',
     description:
-      'a run that completes fires onAgentComplete and no other terminal hook (docs/rules.md, rules 8, 30, 33); the start work, each step and the __finish__ completion in order',
+      'a run that completes fires onAgentComplete and no other terminal hook (rules 8, 30, 33); the start work, each step and the __finish__ completion in order',
     async run(t) {
       const a = agent(t, { output: true, steps: [calls(['increment', { by: 2 }]), finish('two')] });
       await t.result(await t.execute(a, 'count to two', { sessionId: t.sessionId() }));

@@ -9,6 +9,7 @@ const S1 = session(1);
 const C1 = call(1);
 const C2 = call(2);
 
+/** Model-call attempts and the step limit. */
 export const modelCallScenarios: readonly RuntimeScenario[] = [
   {
     name: 'llm/retried-attempt',

@@ -40,6 +40,7 @@ function failedRun(error: string, steps: number, state: JsonValue, transcript: P
   };
 }
 
+/** Error policies at the points where they apply, and the always-observe-only hooks. */
 export const policyScenarios: readonly RuntimeScenario[] = [
   {
     name: 'policy/fail-run-on-agent-start',

@@ -10,6 +10,7 @@ const C1 = call(1);
 const C2 = call(2);
 const C3 = call(3);
 
+/** Runs continued by recover() after their process died (capability crashRecovery). */
 export const recoveryScenarios: readonly RuntimeScenario[] = [
   {
     name: 'recover/died-in-start-work',

@@ -30,6 +30,7 @@ const failsAtSecondStep: readonly TraceEvent[] = [
 const failedR1 = storedRun(R1, S1, 'start', 'failed', { error: 'provider_auth', result: { status: 'failed', error: 'provider_auth', steps: 1, state: { count: 1, log: ['+1'] } } });
 const firstStepRows = [row.user('go'), row.assistant('', toolCall(C1, 'increment', { by: 1 })), row.tool(C1, 'increment', { by: 1 })];
 
+/** retry() and rewinds, and refused entries. */
 export const retryScenarios: readonly RuntimeScenario[] = [
   {
     name: 'retry/later-step',

@@ -17,6 +17,7 @@ function pendingId(result: { readonly suspension?: { readonly pending: readonly 
   return id;
 }
 
+/** The rows of the start-signal table, and the start work a run owes. */
 export const startSignalScenarios: readonly RuntimeScenario[] = [
   {
     name: 'start/execute',

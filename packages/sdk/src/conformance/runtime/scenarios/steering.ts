@@ -15,6 +15,7 @@ function promptText(prompt: unknown): string {
   return JSON.stringify(prompt);
 }
 
+/** Each steering return at each point, and chains of handlers. */
 export const steeringScenarios: readonly RuntimeScenario[] = [
   {
     name: 'steer/before-llm-messages',
@@ -410,6 +411,49 @@ export const steeringScenarios: readonly RuntimeScenario[] = [
           row.assistant('', toolCall(C1, 'increment', { by: 1 })),
           row.tool(C1, 'increment', { by: 1 }),
           row.assistant('now done'),
+        ]),
+      ],
+    },
+  },
+  {
+    name: 'steer/on-exit-continue-after-finish',
+    topic: 'steering',
+    description: 'onExit may keep going after a __finish__: the output is not promoted, the step is committed with the message, and the next finish completes the run (D6)',
+    async run(t) {
+      const a = agent(t, {
+        output: true,
+        steps: [finish('draft', 'finish-1'), finish('final', 'finish-2')],
+        layers: [{ hooks: { onExit: (payload) => ((payload.output as { answer: string }).answer === 'draft' ? { continue: true, message: 'Polish it.' } : undefined) } }],
+      });
+      await t.result(await t.execute(a, 'go', { sessionId: t.sessionId() }));
+    },
+    expected: {
+      hooks: [
+        at(R1, 0).start('go'),
+        at(R1, 0).message(0, row.user('go')),
+        at(R1, 0).beforeLLM(2, 2),
+        at(R1, 0).afterLLM('finish'),
+        at(R1, 0).message(1, row.assistant('', toolCall(C1, '__finish__', { answer: 'draft' }))),
+        at(R1, 0).message(2, row.tool(C1, '__finish__', { ok: true })),
+        at(R1, 0).exit('finish_tool', 1),
+        at(R1, 0).message(3, row.user('Polish it.')),
+        at(R1, 1).beforeLLM(5, 2),
+        at(R1, 1).afterLLM('finish'),
+        at(R1, 1).message(4, row.assistant('', toolCall(C2, '__finish__', { answer: 'final' }))),
+        at(R1, 1).message(5, row.tool(C2, '__finish__', { ok: true })),
+        at(R1, 1).exit('finish_tool', 2),
+        complete(R1, 2, 'finish_tool', { answer: 'final' }),
+      ],
+      entries: [{ entry: 'execute', session: S1, run: R1 }],
+      runs: [storedRun(R1, S1, 'start', 'completed', { output: { answer: 'final' }, result: { status: 'completed', exitReason: 'finish_tool', output: { answer: 'final' }, steps: 2, state: INITIAL } })],
+      sessions: [
+        storedSession(S1, R1, INITIAL, [
+          row.user('go'),
+          row.assistant('', toolCall(C1, '__finish__', { answer: 'draft' })),
+          row.tool(C1, '__finish__', { ok: true }),
+          row.user('Polish it.'),
+          row.assistant('', toolCall(C2, '__finish__', { answer: 'final' })),
+          row.tool(C2, '__finish__', { ok: true }),
         ]),
       ],
     },

@@ -140,6 +140,7 @@ function toolScenario(kind: StopKind): RuntimeScenario {
   };
 }
 
+/** Both stop kinds during a model call and during tools, with the kept and discarded writes. */
 export const stopScenarios: readonly RuntimeScenario[] = [
   modelCallScenario('handle.stop'),
   modelCallScenario('abortSignal'),

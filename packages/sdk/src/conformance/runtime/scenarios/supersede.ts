@@ -17,6 +17,7 @@ const C2 = call(2);
 const C3 = call(3);
 const C4 = call(4);
 
+/** Every way a run is superseded. */
 export const supersedeScenarios: readonly RuntimeScenario[] = [
   {
     name: 'supersede/newer-execute-during-model-call',

@@ -22,6 +22,7 @@ function pendingIds(result: { readonly suspension?: { readonly pending: readonly
   return ids;
 }
 
+/** Suspension reasons (client tool, approval, children), their order, and the runs that resume them. */
 export const suspensionScenarios: readonly RuntimeScenario[] = [
   {
     name: 'suspend/client-tool',
@@ -99,7 +100,12 @@ export const suspensionScenarios: readonly RuntimeScenario[] = [
           return ctx.awaitChildren([{ sessionId: handle.sessionId, agentType: child.name }]);
         },
       });
-      const parent = agent(t, { name: 'parent', tools: [delegate], steps: [calls(['delegate', {}]), text('merged')] });
+      const parent = agent(t, {
+        name: 'parent',
+        tools: [delegate],
+        steps: [calls(['delegate', {}]), text('merged')],
+        layers: [{ hooks: { onAgentSuspended: async (ctx) => t.note('run status in onAgentSuspended', (await t.runtime.getRun(ctx.runId))?.status) } }],
+      });
       await t.result(await t.execute(parent, 'go', { sessionId: parentSession }));
       await t.result(await t.resume(parentSession, { mode: 'continue' }));
     },
@@ -133,6 +139,7 @@ export const suspensionScenarios: readonly RuntimeScenario[] = [
         { entry: 'execute', session: S2, run: R2 },
         { entry: 'resume', session: S1, run: R3 },
       ],
+      notes: [{ label: 'run status in onAgentSuspended', value: 'suspended' }],
       runs: [
         storedRun(R1, S1, 'start', 'suspended', { result: { status: 'suspended', steps: 1, state: INITIAL } }),
         storedRun(R2, S2, 'start', 'completed', { output: 'child result', result: { status: 'completed', exitReason: 'text', output: 'child result', steps: 1, state: {} } }),
@@ -264,7 +271,7 @@ export const suspensionScenarios: readonly RuntimeScenario[] = [
   {
     name: 'suspend/approve-with-edited-input',
     topic: 'suspension',
-    description: 'an approval with edited arguments runs the tool with them; afterTool reports the effective input (3.1 item 13 of the design notes, D3)',
+    description: 'an approval with edited arguments runs the tool with them; afterTool reports the effective input the tool ran with (D3)',
     async run(t) {
       const sessionId = t.sessionId();
       const a = agent(t, { tools: [deleteTool], steps: [calls(['remove', { path: '/tmp/a' }]), text('done')] });
@@ -357,6 +364,52 @@ export const suspensionScenarios: readonly RuntimeScenario[] = [
           row.assistant('', toolCall(C1, 'remove', { path: '/tmp/a' })),
           row.tool(C1, 'remove', { removed: '/tmp/a' }),
           row.assistant('done'),
+        ]),
+      ],
+    },
+  },
+  {
+    name: 'suspend/client-error-result',
+    topic: 'suspension',
+    description: 'a client result submitted as an error becomes a tool_failed row and afterTool(success false) in the resumed run; the loop goes on (rules 74, 101)',
+    async run(t) {
+      const sessionId = t.sessionId();
+      const a = agent(t, { tools: [askTool], steps: [calls(['ask', { question: 'read it?' }]), text('could not read')] });
+      const [id] = pendingIds(await t.result(await t.execute(a, 'go', { sessionId })));
+      await t.result(await t.submitToolResult(sessionId, id ?? '', 'no access', { isError: true }));
+    },
+    expected: {
+      hooks: [
+        at(R1, 0).start('go'),
+        at(R1, 0).message(0, row.user('go')),
+        at(R1, 0).beforeLLM(2, 1),
+        at(R1, 0).afterLLM('tool_calls'),
+        at(R1, 0).message(1, row.assistant('', toolCall(C1, 'ask', { question: 'read it?' }))),
+        at(R1, 0).beforeTool(C1, 'ask', { question: 'read it?' }),
+        at(R1, 1).suspended('client_tool', [C1]),
+        at(R2, 0).resumed(R1),
+        at(R2, 0).message(2, row.toolError(C1, 'ask', 'tool_failed')),
+        at(R2, 0).afterToolError(C1, 'ask', { question: 'read it?' }, 'tool_failed', false, 'no access'),
+        at(R2, 0).beforeLLM(4, 1),
+        at(R2, 0).afterLLM('text'),
+        at(R2, 0).message(3, row.assistant('could not read')),
+        at(R2, 0).exit('text', 1),
+        complete(R2, 1, 'text', 'could not read'),
+      ],
+      entries: [
+        { entry: 'execute', session: S1, run: R1 },
+        { entry: 'submitToolResult', session: S1, run: R2 },
+      ],
+      runs: [
+        storedRun(R1, S1, 'start', 'suspended', { result: { status: 'suspended', steps: 1, state: INITIAL } }),
+        storedRun(R2, S1, 'resumed', 'completed', { output: 'could not read', result: { status: 'completed', exitReason: 'text', output: 'could not read', steps: 1, state: INITIAL } }),
+      ],
+      sessions: [
+        storedSession(S1, R2, INITIAL, [
+          row.user('go'),
+          row.assistant('', toolCall(C1, 'ask', { question: 'read it?' })),
+          row.toolError(C1, 'ask', 'tool_failed'),
+          row.assistant('could not read'),
         ]),
       ],
     },

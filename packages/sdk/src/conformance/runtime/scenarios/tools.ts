@@ -55,6 +55,7 @@ const reportTool = defineTool({
   execute: (input) => ({ answer: input.text.toUpperCase() }),
 });
 
+/** Tool calls: the canonical order, parallel calls, calls that fire no tool hook, finishing tools. */
 export const toolScenarios: readonly RuntimeScenario[] = [
   {
     name: 'tools/canonical-order',
