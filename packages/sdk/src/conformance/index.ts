@@ -4,3 +4,5 @@ export * from './stream-manager.js';
 export * from './usage-store.js';
 // The hook kv and file stores' suites live with the subscriber ports they test.
 export * from '../subscribers/conformance.js';
+// The runtime conformance suite (describeRuntimeConformance, the scenarios, their traces).
+export * from './runtime/index.js';

@@ -1,0 +1,18 @@
+import type { RuntimeScenario } from '../scenario.js';
+import { knownGapScenarios } from './known-gaps.js';
+import { lifecycleScenarios } from './lifecycle.js';
+import { startSignalScenarios } from './start-signals.js';
+import { suspensionScenarios } from './suspension.js';
+import { steeringScenarios } from './steering.js';
+import { toolScenarios } from './tools.js';
+import { modelCallScenarios } from './model-calls.js';
+import { policyScenarios } from './policies.js';
+import { stopScenarios } from './stop.js';
+import { supersedeScenarios } from './supersede.js';
+import { retryScenarios } from './retry-rewind.js';
+import { recoveryScenarios } from './recovery.js';
+
+/** Every scenario of the runtime conformance suite, by topic. */
+export const runtimeScenarios: readonly RuntimeScenario[] = Object.freeze([...lifecycleScenarios, ...startSignalScenarios, ...suspensionScenarios, ...steeringScenarios, ...toolScenarios, ...modelCallScenarios, ...policyScenarios, ...stopScenarios, ...supersedeScenarios, ...retryScenarios, ...recoveryScenarios]);
+
+export { lifecycleScenarios, startSignalScenarios, suspensionScenarios, steeringScenarios, toolScenarios, modelCallScenarios, policyScenarios, stopScenarios, supersedeScenarios, retryScenarios, recoveryScenarios, knownGapScenarios };

@@ -1,0 +1,158 @@
+// Scenarios whose expectation runtime-js does not meet yet. Each expectation is what the rules say, not
+// what the runtime does today; the comment on each says what it does instead. They are not part of
+// `runtimeScenarios` until the runtime is fixed; then move each one to its topic's file.
+import { z } from 'zod';
+import { defineTool } from '../../../define.js';
+import type { AgentHandle } from '../../../runtime/agent-runtime.js';
+import type { ScriptedModel } from '../../../testing/scripted-model.js';
+import { at, by, call, fail, row, run, session, storedRun, storedSession, toolCall } from '../expect.js';
+import { agent, calls, finish, INITIAL, type Counter } from '../fixtures.js';
+import type { RuntimeScenario } from '../scenario.js';
+
+const R1 = run(1);
+const S1 = session(1);
+const C1 = call(1);
+const C2 = call(2);
+
+/** Scenarios with the expectation the rules give, which runtime-js does not meet yet (not in runtimeScenarios). */
+export const knownGapScenarios: readonly RuntimeScenario[] = [
+  {
+    // Today: the system note is appended to the conversation (and committed) without firing onMessage.
+    name: 'steer/before-llm-block',
+    topic: 'steering',
+    description:
+      'beforeLLMCall { block } makes no model call and no afterLLMCall, short-circuits later handlers, and fails the run with hook_blocked; the system note with the reason is a conversation row, so onMessage fires for it (rules 90, 216, C3, D11)',
+    async run(t) {
+      const a = agent(t, {
+        output: true,
+        steps: [finish('never')],
+        layers: [
+          { name: 'guard', hooks: { beforeLLMCall: () => ({ block: true, reason: '  prompt contains secrets ' }) } },
+          { name: 'later', hooks: { beforeLLMCall: () => undefined } },
+        ],
+      });
+      await t.result(await t.execute(a, 'go', { sessionId: t.sessionId() }));
+      t.note('model calls', (a.llmConfig.model as ScriptedModel).callCount);
+    },
+    expected: {
+      hooks: [
+        at(R1, 0).start('go'),
+        at(R1, 0).message(0, row.user('go')),
+        by('guard', at(R1, 0).beforeLLM(2, 2)),
+        at(R1, 0).message(1, row.system('Run blocked by an agent hook: prompt contains secrets')),
+        fail(R1, 0, 'hook_blocked', false),
+      ],
+      entries: [{ entry: 'execute', session: S1, run: R1 }],
+      notes: [{ label: 'model calls', value: 0 }],
+      runs: [storedRun(R1, S1, 'start', 'failed', { error: 'hook_blocked', result: { status: 'failed', error: 'hook_blocked', steps: 0, state: INITIAL } })],
+      sessions: [storedSession(S1, R1, INITIAL, [row.user('go'), row.system('Run blocked by an agent hook: prompt contains secrets')])],
+    },
+  },
+  {
+    // Today: the run fails with hook_blocked, but no system note is appended (only a { block } return appends one).
+    name: 'policy/fail-closed-before-llm',
+    topic: 'error policies',
+    description:
+      'under fail-closed, a throwing beforeLLMCall is treated like a block: no model call, hook_blocked, onAgentFail once, and a system note with the reason (the error message) that fires onMessage (rules 90, 217, C15, D11)',
+    async run(t) {
+      const a = agent(t, {
+        output: true,
+        steps: [finish('never')],
+        layers: [
+          {
+            hooks: {
+              beforeLLMCall: () => {
+                throw new Error('policy service down');
+              },
+            },
+            onError: 'fail-closed',
+          },
+        ],
+      });
+      await t.result(await t.execute(a, 'go', { sessionId: t.sessionId() }));
+    },
+    expected: {
+      hooks: [
+        at(R1, 0).start('go'),
+        at(R1, 0).message(0, row.user('go')),
+        at(R1, 0).beforeLLM(2, 2),
+        at(R1, 0).message(1, row.system('Run blocked by an agent hook: policy service down')),
+        fail(R1, 0, 'hook_blocked', false),
+      ],
+      entries: [{ entry: 'execute', session: S1, run: R1 }],
+      runs: [storedRun(R1, S1, 'start', 'failed', { error: 'hook_blocked', result: { status: 'failed', error: 'hook_blocked', steps: 0, state: INITIAL } })],
+      sessions: [storedSession(S1, R1, INITIAL, [row.user('go'), row.system('Run blocked by an agent hook: policy service down')])],
+    },
+  },
+  {
+    // Today: the cancelled call gets its run_stopped row, but afterTool never fires for it, and the
+    // onStateChange of its (discarded) write fires after its onMessage instead of before.
+    name: 'stop/cancels-running-call',
+    topic: 'stop',
+    description:
+      'a stop while one call has finished and another is still running: the finished call keeps its result and writes; the running one is paired run_stopped, its writes are discarded, and it still fires onStateChange → onMessage → afterTool(success false) in the canonical order (rules 75, 125–127, D3, D4)',
+    async run(t) {
+      const handleD = t.deferred<AgentHandle>('the handle');
+      const quickDone = t.deferred('the quick call finished');
+      const quick = defineTool({
+        name: 'quick',
+        description: 'Finishes before the stop.',
+        inputSchema: z.object({}),
+        execute: (_input, ctx) => {
+          ctx.updateState<Counter>((d) => void d.log.push('quick'));
+          return 'quick done';
+        },
+      });
+      const stuck = defineTool({
+        name: 'stuck',
+        description: 'Writes, stops the run, and ends when its abort signal fires.',
+        inputSchema: z.object({}),
+        execute: async (_input, ctx) => {
+          await quickDone.wait();
+          ctx.updateState<Counter>((d) => void d.log.push('stuck-partial'));
+          void handleD.wait().then((h) => h.stop('user pressed stop'));
+          await new Promise((_resolve, reject) => ctx.abortSignal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+          return 'never';
+        },
+      });
+      const a = agent(t, {
+        output: true,
+        tools: [quick, stuck],
+        steps: [calls(['quick', {}], ['stuck', {}]), finish('never')],
+        layers: [{ hooks: { afterTool: (payload) => void (payload.toolCall.name === 'quick' && quickDone.resolve()) } }],
+      });
+      const handle = await t.execute(a, 'go', { sessionId: t.sessionId() });
+      handleD.resolve(handle);
+      await t.result(handle);
+      await t.sleep(10);
+    },
+    expected: {
+      hooks: [
+        at(R1, 0).start('go'),
+        at(R1, 0).message(0, row.user('go')),
+        at(R1, 0).beforeLLM(2, 3),
+        at(R1, 0).afterLLM('tool_calls'),
+        at(R1, 0).message(1, row.assistant('', toolCall(C1, 'quick', {}), toolCall(C2, 'stuck', {}))),
+        at(R1, 0).beforeTool(C1, 'quick', {}),
+        at(R1, 0).state('tool', { count: 0, log: ['quick'] }, 'quick'),
+        at(R1, 0).message(2, row.tool(C1, 'quick', 'quick done')),
+        at(R1, 0).afterTool(C1, 'quick', {}, 'quick done'),
+        at(R1, 0).beforeTool(C2, 'stuck', {}),
+        at(R1, 0).state('tool', { count: 0, log: ['quick', 'stuck-partial'] }, 'stuck'),
+        at(R1, 0).message(3, row.toolError(C2, 'stuck', 'run_stopped')),
+        at(R1, 0).afterToolError(C2, 'stuck', {}, 'run_stopped'),
+        fail(R1, 0, 'run_interrupted', true),
+      ],
+      entries: [{ entry: 'execute', session: S1, run: R1 }],
+      runs: [storedRun(R1, S1, 'start', 'interrupted', { error: 'run_interrupted', result: { status: 'interrupted', error: 'run_interrupted', steps: 0, state: { count: 0, log: ['quick'] } } })],
+      sessions: [
+        storedSession(S1, R1, { count: 0, log: ['quick'] }, [
+          row.user('go'),
+          row.assistant('', toolCall(C1, 'quick', {}), toolCall(C2, 'stuck', {})),
+          row.tool(C1, 'quick', 'quick done'),
+          row.toolError(C2, 'stuck', 'run_stopped'),
+        ]),
+      ],
+    },
+  },
+];
