@@ -136,9 +136,23 @@ async function endOnError(run: Run, error: unknown, progress: Progress): Promise
   } else {
     const keep = progress.keep;
     run.work.discardStep(keep === 'committed' ? undefined : keep === 'current' ? run.work.mark() : keep);
-    // A blocked model call leaves a system note with the reason in the conversation.
-    const note = agentError.code === 'hook_blocked' ? agentError.info.details?.['note'] : undefined;
-    if (typeof note === 'string') await run.appendMessage({ role: 'system', content: note }, run.runScope, false);
+    // A blocked model call (a block, or a throw under fail-closed) leaves a system note with the reason
+    // in the conversation; it is a row like any other, so onMessage fires for it (errors logged: the run is failing already).
+    const note = blockNote(agentError);
+    if (note !== undefined) {
+      await run.appendMessage({ role: 'system', content: note }, run.runScope).catch((hookError: unknown) => {
+        run.setup.logger.warn(`onMessage for the block note threw: ${hookError instanceof Error ? hookError.message : String(hookError)}`, { runId: run.setup.runId });
+      });
+    }
   }
   return fail(run, agentError, progress.startHookFired);
+}
+
+/** The system note a blocked model call leaves: the block's own, or one built from a fail-closed throw. */
+function blockNote(error: AgentError): string | undefined {
+  if (error.code !== 'hook_blocked') return undefined;
+  const details = error.info.details;
+  if (typeof details?.['note'] === 'string') return details['note'];
+  if (details?.['hook'] === 'beforeLLMCall' && details['threw'] === true) return `Run blocked by an agent hook: ${typeof details['cause'] === 'string' ? details['cause'] : error.message}`;
+  return undefined;
 }

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { FINISH_TOOL_NAME, type ToolDefinition } from '../define.js';
-import type { AgentError} from '../errors.js';
-import { RunSupersededError, ToolError, type AgentErrorInfo } from '../errors.js';
+import { agentErrorFromInfo, RunSupersededError, ToolError, type AgentError, type AgentErrorInfo } from '../errors.js';
 import type { HookEntry } from '../hooks/manager.js';
 import type { AfterToolPayload, AfterToolResult, BeforeToolResult } from '../hooks/types.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
@@ -119,10 +118,7 @@ async function runToolCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
   const steered = await beforeToolChain(run, tool, call, parsed.data, scope);
   // No new work once the run is superseded or stopped.
   if (run.superseded) throw run.superseded;
-  if (run.signal.aborted) {
-    await run.appendMessage(stoppedResult(call), scope);
-    return { call, stopped: true };
-  }
+  if (run.signal.aborted) return cancelCall(run, tool, { ...call, arguments: steered.input }, scope);
   const toolCall: ToolCall = { id: call.id, name: call.name, arguments: steered.input };
   if (steered.blocked !== undefined) return blockCall(run, tool, toolCall, steered.blocked, scope);
   // Suspension boundaries: beforeTool ran; the frame is written; the run will suspend.
@@ -235,11 +231,8 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
     if (thrown instanceof AwaitChildrenSignal) {
       return { call, stopped: false, pending: { toolCallId: call.id, toolName: tool.name, input: call.arguments, kind: 'children', children: thrown.children } };
     }
-    if (run.signal.aborted) {
-      // The stop ended this call: its result is not recorded and its writes are discarded.
-      await run.appendMessage(stoppedResult(call), scope);
-      return { call, stopped: true };
-    }
+    // The stop ended this call: its result is not recorded and its writes are discarded.
+    if (run.signal.aborted) return cancelCall(run, tool, call, scope);
     const message = thrown instanceof Error ? thrown.message : String(thrown);
     error = new ToolError('tool_failed', `Tool "${tool.name}" failed: ${message}`, { details: { tool: tool.name }, cause: thrown });
   }
@@ -310,6 +303,19 @@ function blockedError(tool: ToolDefinition, hookName: string, reason: string, th
     retryable: false,
     details: { hook: 'beforeTool', name: hookName, reason, tool: tool.name, ...(threw ? { threw: true } : {}) },
   });
+}
+
+/**
+ * A call whose beforeTool chain completed and that a stop ended before its result: its queued
+ * onStateChange hooks fire, then onMessage for its `run_stopped` row, then afterTool (`success: false`).
+ * Its writes are discarded with the step.
+ */
+async function cancelCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<ToolOutcome> {
+  await run.hooks.flushStateChanges(scope);
+  const row = stoppedResult(call);
+  const error = agentErrorFromInfo(row.errorInfo as AgentErrorInfo);
+  await recordResult(run, { toolCall: call, tool, result: undefined, success: false, blocked: false, error, durationMs: 0 }, row, scope);
+  return { call, stopped: true };
 }
 
 /** A blocked call never runs; its error result goes to the model (onMessage), then afterTool fires with `blocked: true`. */

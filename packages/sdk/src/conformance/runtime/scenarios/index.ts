@@ -1,5 +1,5 @@
 import type { RuntimeScenario } from '../scenario.js';
-import { knownGapScenarios } from './known-gaps.js';
+import { regressionScenarios } from './regressions.js';
 import { lifecycleScenarios } from './lifecycle.js';
 import { startSignalScenarios } from './start-signals.js';
 import { suspensionScenarios } from './suspension.js';
@@ -13,6 +13,6 @@ import { retryScenarios } from './retry-rewind.js';
 import { recoveryScenarios } from './recovery.js';
 
 /** Every scenario of the runtime conformance suite, by topic. */
-export const runtimeScenarios: readonly RuntimeScenario[] = Object.freeze([...lifecycleScenarios, ...startSignalScenarios, ...suspensionScenarios, ...steeringScenarios, ...toolScenarios, ...modelCallScenarios, ...policyScenarios, ...stopScenarios, ...supersedeScenarios, ...retryScenarios, ...recoveryScenarios]);
+export const runtimeScenarios: readonly RuntimeScenario[] = Object.freeze([...lifecycleScenarios, ...startSignalScenarios, ...suspensionScenarios, ...steeringScenarios, ...toolScenarios, ...modelCallScenarios, ...policyScenarios, ...stopScenarios, ...supersedeScenarios, ...retryScenarios, ...recoveryScenarios, ...regressionScenarios]);
 
-export { lifecycleScenarios, startSignalScenarios, suspensionScenarios, steeringScenarios, toolScenarios, modelCallScenarios, policyScenarios, stopScenarios, supersedeScenarios, retryScenarios, recoveryScenarios, knownGapScenarios };
+export { lifecycleScenarios, startSignalScenarios, suspensionScenarios, steeringScenarios, toolScenarios, modelCallScenarios, policyScenarios, stopScenarios, supersedeScenarios, retryScenarios, recoveryScenarios, regressionScenarios };

@@ -1,6 +1,5 @@
-// Scenarios whose expectation runtime-js does not meet yet. Each expectation is what the rules say, not
-// what the runtime does today; the comment on each says what it does instead. They are not part of
-// `runtimeScenarios` until the runtime is fixed; then move each one to its topic's file.
+// Scenarios runtime-js failed when the suite was first written (each expectation is what the rules say);
+// the runtime was fixed and they are part of the suite, kept together as the regressions they pin.
 import { z } from 'zod';
 import { defineTool } from '../../../define.js';
 import type { AgentHandle } from '../../../runtime/agent-runtime.js';
@@ -14,10 +13,9 @@ const S1 = session(1);
 const C1 = call(1);
 const C2 = call(2);
 
-/** Scenarios with the expectation the rules give, which runtime-js does not meet yet (not in runtimeScenarios). */
-export const knownGapScenarios: readonly RuntimeScenario[] = [
+/** Scenarios runtime-js once failed: a blocked model call's note fires onMessage, a fail-closed throw leaves a note, a call a stop cancels still fires afterTool. */
+export const regressionScenarios: readonly RuntimeScenario[] = [
   {
-    // Today: the system note is appended to the conversation (and committed) without firing onMessage.
     name: 'steer/before-llm-block',
     topic: 'steering',
     description:
@@ -49,7 +47,6 @@ export const knownGapScenarios: readonly RuntimeScenario[] = [
     },
   },
   {
-    // Today: the run fails with hook_blocked, but no system note is appended (only a { block } return appends one).
     name: 'policy/fail-closed-before-llm',
     topic: 'error policies',
     description:
@@ -85,8 +82,6 @@ export const knownGapScenarios: readonly RuntimeScenario[] = [
     },
   },
   {
-    // Today: the cancelled call gets its run_stopped row, but afterTool never fires for it, and the
-    // onStateChange of its (discarded) write fires after its onMessage instead of before.
     name: 'stop/cancels-running-call',
     topic: 'stop',
     description:
