@@ -32,6 +32,8 @@ import type {
   HookDecisionChunk,
   HookPoint,
   MessagePayload,
+  RunAttribution,
+  RunIdentity,
   StreamChunkInput,
   StreamManager,
   StreamWriter,
@@ -49,14 +51,7 @@ export type RunStartSignal = 'start' | 'resume' | 'retry' | 'unknown';
 export type TracedSpanKind = 'run' | 'chat' | 'tool';
 
 /** A traced run's identity and attribution, as its first hook gave them; the same object for the whole run. */
-export interface TracedRun {
-  readonly runId: string;
-  readonly sessionId: string;
-  readonly agentType: string;
-  readonly parentSessionId?: string;
-  readonly userId?: string;
-  readonly tags?: readonly string[];
-  readonly metadata?: Readonly<Record<string, string>>;
+export interface TracedRun extends RunIdentity, RunAttribution {
   /** The traced run at the top of this run's trace: itself, or for a sub-agent the run it nests under (transitively). */
   readonly traceRoot: TracedRun;
 }
