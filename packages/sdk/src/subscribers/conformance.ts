@@ -16,17 +16,19 @@ export type KVStoreConformanceOptions = HookStoreConformanceOptions<KVStore>;
 /** How the file conformance suite gets fresh stores. */
 export type FileStoreConformanceOptions = HookStoreConformanceOptions<FileStore>;
 
-/** Call inside a suite's describe: a function giving a fresh store, each destroyed after its test. */
-function freshStores<TStore>(options: HookStoreConformanceOptions<TStore>): () => Promise<TStore> {
-  const made: TStore[] = [];
-  afterEach(async () => {
-    for (const store of made.splice(0)) await options.destroy?.(store);
+/** The suite `<kind> conformance: <name>`; its tests call `fresh()` for a new store, destroyed after the test. */
+function describeStoreSuite<TStore>(kind: string, options: HookStoreConformanceOptions<TStore>, tests: (fresh: () => Promise<TStore>) => void): void {
+  describe(`${kind} conformance: ${options.name}`, () => {
+    const made: TStore[] = [];
+    afterEach(async () => {
+      for (const store of made.splice(0)) await options.destroy?.(store);
+    });
+    tests(async () => {
+      const store = await options.create();
+      made.push(store);
+      return store;
+    });
   });
-  return async () => {
-    const store = await options.create();
-    made.push(store);
-    return store;
-  };
 }
 
 async function expectStoreError(promise: Promise<unknown>, code: string): Promise<void> {
@@ -40,9 +42,7 @@ async function expectStoreError(promise: Promise<unknown>, code: string): Promis
 
 /** The behaviour every {@link KVStore} must have (memory, SQLite, ...). */
 export function runKVStoreConformance(options: KVStoreConformanceOptions): void {
-  describe(`KVStore conformance: ${options.name}`, () => {
-    const fresh = freshStores(options);
-
+  describeStoreSuite('KVStore', options, (fresh) => {
     it('stores JSON values and returns copies', async () => {
       const kv = await fresh();
       expect(await kv.get('a', 'missing')).toBeUndefined();
@@ -98,9 +98,7 @@ const decode = (value: Uint8Array | undefined): string | undefined => (value ===
 
 /** The behaviour every {@link FileStore} must have (memory, SQLite, ...). */
 export function runFileStoreConformance(options: FileStoreConformanceOptions): void {
-  describe(`FileStore conformance: ${options.name}`, () => {
-    const fresh = freshStores(options);
-
+  describeStoreSuite('FileStore', options, (fresh) => {
     it('writes, reads and replaces files, keeping createdAt and replacing metadata', async () => {
       const files = await fresh();
       expect(await files.read('b', 'missing.txt')).toBeUndefined();
