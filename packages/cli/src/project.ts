@@ -118,26 +118,28 @@ export async function loadProject(folder: string): Promise<Project> {
     diagnostics.push({ severity, code, ...(file === undefined ? {} : { file }), message });
   };
 
-  /** Imports a project module and returns its default export; a module that fails to load is reported. */
-  const defaultExport = async (file: string): Promise<{ ok: true; value: unknown } | { ok: false }> => {
+  /**
+   * Imports a project module and returns its default export if it is what `isExpected` accepts (what
+   * `expected` names); a module that fails to load, or exports something else, is reported as `code`.
+   */
+  const defaultExportOf = async <T>(file: string, isExpected: (value: unknown) => value is T, code: string, expected: string): Promise<T | undefined> => {
+    let value: unknown;
     try {
-      return { ok: true, value: (await importModule(join(dir, file)))['default'] };
+      value = (await importModule(join(dir, file)))['default'];
     } catch (error) {
       report('error', 'module_load_failed', file, `could not be loaded: ${errorText(error)}`);
-      return { ok: false };
+      return undefined;
     }
+    if (isExpected(value)) return value;
+    report('error', code, file, `the default export must be ${expected}, got ${describeValue(value)}`);
+    return undefined;
   };
 
   const agents: ProjectAgent[] = [];
   for (const path of modulesUnder(join(dir, 'agents'))) {
     const file = `agents/${path}`;
-    const loaded = await defaultExport(file);
-    if (!loaded.ok) continue;
-    const agent = loaded.value;
-    if (!isAgentConfig(agent)) {
-      report('error', 'agent_default_export', file, `the default export must be defineAgent(...), got ${describeValue(agent)}`);
-      continue;
-    }
+    const agent = await defaultExportOf(file, isAgentConfig, 'agent_default_export', 'defineAgent(...)');
+    if (agent === undefined) continue;
     const clash = agents.find((a) => a.name === agent.name);
     if (clash) {
       report('error', 'agent_duplicate', file, `defines agent "${agent.name}", which ${clash.file} already defines`);
@@ -173,13 +175,8 @@ export async function loadProject(folder: string): Promise<Project> {
       report('error', 'hook_name_invalid', file, problem);
       continue;
     }
-    const loaded = await defaultExport(file);
-    if (!loaded.ok) continue;
-    const hook = loaded.value;
-    if (!isHookDefinition(hook)) {
-      report('error', 'hook_default_export', file, `the default export must be defineHook(...), got ${describeValue(hook)}`);
-      continue;
-    }
+    const hook = await defaultExportOf(file, isHookDefinition, 'hook_default_export', 'defineHook(...)');
+    if (hook === undefined) continue;
     addHook(name, file, hook);
   }
 

@@ -5,22 +5,7 @@ import { createScriptedModel, scriptedError, scriptedText } from '@helix-agents/
 import type { ScriptedStep } from '@helix-agents/sdk/testing';
 import { describe, expect, it } from 'vitest';
 import { VercelAIAdapter } from './index.js';
-
-const user = (content: string): Message => ({ role: 'user', content });
-
-function request(model: LanguageModelV3, messages: readonly Message[], extra: Partial<LLMStepRequest> = {}): LLMStepRequest {
-  return { model, systemPrompt: undefined, messages, tools: [], modelParameters: {}, abortSignal: new AbortController().signal, ...extra };
-}
-
-function failure(result: StepResult): Extract<StepResult, { ok: false }> {
-  if (result.ok) throw new Error(`expected a failure, got ${JSON.stringify(result)}`);
-  return result;
-}
-
-function success(result: StepResult): Extract<StepResult, { ok: true }> {
-  if (!result.ok) throw new Error(`expected a success, got ${JSON.stringify(result.error)}`);
-  return result;
-}
+import { failure, stepRequest as request, success, user } from './__tests__/step.js';
 
 async function runOne(step: ScriptedStep, extra: Partial<LLMStepRequest> = {}): Promise<StepResult> {
   const model = createScriptedModel([step]);

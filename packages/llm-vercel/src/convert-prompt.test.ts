@@ -1,8 +1,7 @@
 import type { Message } from '@helix-agents/sdk';
 import { describe, expect, it } from 'vitest';
 import { PromptConverter, convertMessage } from './convert-prompt.js';
-
-const user = (content: string): Message => ({ role: 'user', content });
+import { user } from './__tests__/step.js';
 const assistantCalls = (...ids: string[]): Message => ({
   role: 'assistant',
   content: '',

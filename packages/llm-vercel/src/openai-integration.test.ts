@@ -1,9 +1,10 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import type { LLMStepRequest, Message, StepResult } from '@helix-agents/sdk';
+import type { LLMStepRequest, Message } from '@helix-agents/sdk';
 import { afterEach, describe, expect, it } from 'vitest';
 import { VercelAIAdapter } from './index.js';
 import { startScriptedOpenAIServer } from './testing/index.js';
+import { failure, stepRequest, success, user } from './__tests__/step.js';
 import type { ScriptedOpenAIServer, ScriptedOpenAIStep } from './testing/index.js';
 
 const servers: ScriptedOpenAIServer[] = [];
@@ -17,7 +18,6 @@ async function serve(script: ScriptedOpenAIStep[]): Promise<{ server: ScriptedOp
   return { server, model: createOpenAI({ baseURL: server.baseURL, apiKey: 'test' }).chat('gpt-test') };
 }
 
-const user = (content: string): Message => ({ role: 'user', content });
 const tools = [
   {
     name: 'weather',
@@ -27,17 +27,7 @@ const tools = [
 ];
 
 function request(model: LanguageModelV3, messages: readonly Message[], extra: Partial<LLMStepRequest> = {}): LLMStepRequest {
-  return { model, systemPrompt: 'You are helpful.', messages, tools, modelParameters: {}, abortSignal: new AbortController().signal, ...extra };
-}
-
-function failure(result: StepResult): Extract<StepResult, { ok: false }> {
-  if (result.ok) throw new Error(`expected a failure, got ${JSON.stringify(result)}`);
-  return result;
-}
-
-function success(result: StepResult): Extract<StepResult, { ok: true }> {
-  if (!result.ok) throw new Error(`expected a success, got ${JSON.stringify(result.error)}`);
-  return result;
+  return stepRequest(model, messages, { systemPrompt: 'You are helpful.', tools, ...extra });
 }
 
 describe('VercelAIAdapter over HTTP with the real @ai-sdk/openai chat provider', () => {

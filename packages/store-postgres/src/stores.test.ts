@@ -43,12 +43,19 @@ async function destroy(instance: unknown): Promise<void> {
   await stores?.close();
 }
 
+/** A conformance suite's instances: one of the stores `pick` chooses, on a fresh schema or as a second pool on the first's. */
+function instancesOf<T>(pick: (stores: PostgresStores) => T) {
+  return {
+    create: async (): Promise<T> => pick(await create()),
+    destroy,
+    createSecond: async (first: T): Promise<T> => pick(await second(first)),
+    destroySecond: destroy,
+  };
+}
+
 runStateStoreConformance({
   name: 'PostgresStateStore',
-  create: async (): Promise<StateStore> => (await create()).stateStore,
-  destroy,
-  createSecond: async (first): Promise<StateStore> => (await second(first)).stateStore,
-  destroySecond: destroy,
+  ...instancesOf((stores): StateStore => stores.stateStore),
   openNewerSchema: async (first) => {
     const origin = byStore.get(first);
     if (!origin) throw new Error('unknown first instance');
@@ -59,13 +66,7 @@ runStateStoreConformance({
   },
 });
 
-runStreamManagerConformance({
-  name: 'PostgresStreamManager',
-  create: async (): Promise<StreamManager> => (await create()).streamManager,
-  destroy,
-  createSecond: async (first): Promise<StreamManager> => (await second(first)).streamManager,
-  destroySecond: destroy,
-});
+runStreamManagerConformance({ name: 'PostgresStreamManager', ...instancesOf((stores): StreamManager => stores.streamManager) });
 
 runUsageStoreConformance({
   name: 'PostgresStateStore as a UsageStore',

@@ -1,36 +1,20 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { runFileStoreConformance } from '@helix-agents/sdk/conformance';
-import type { FileStore } from '@helix-agents/sdk/hooks';
-import { afterEach, describe, expect, it } from 'vitest';
-import { SqliteDatabase } from './database.js';
+import { describe, expect, it } from 'vitest';
+import { useTempDatabases } from './__tests__/temp-databases.js';
 import { SqliteFileStore } from './files.js';
 import { SqliteKVStore } from './kv.js';
 import { openSqliteStores } from './open.js';
 
-const folders: string[] = [];
-function tempPath(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'helix-files-'));
-  folders.push(dir);
-  return join(dir, 'helix.db');
-}
-afterEach(() => {
-  for (const dir of folders.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+const temp = useTempDatabases('helix-files-');
 
 const text = (value: string) => new TextEncoder().encode(value);
 const decode = (value: Uint8Array | undefined) => (value === undefined ? undefined : new TextDecoder().decode(value));
 
-runFileStoreConformance({
-  name: 'SqliteFileStore',
-  create: () => new SqliteFileStore(SqliteDatabase.open({ path: tempPath() })),
-  destroy: (store: FileStore) => (store as SqliteFileStore).database.close(),
-});
+runFileStoreConformance({ name: 'SqliteFileStore', create: () => new SqliteFileStore(temp.open()) });
 
 describe('SqliteFileStore durability', () => {
   it('keeps files, appends and metadata across a close and re-open, beside the kv and core tables', async () => {
-    const path = tempPath();
+    const path = temp.path();
     const first = openSqliteStores({ path });
     const files = new SqliteFileStore(first.database);
     const kv = new SqliteKVStore(first.database);

@@ -1,32 +1,17 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { runKVStoreConformance } from '@helix-agents/sdk/conformance';
-import type { KVStore } from '@helix-agents/sdk/hooks';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useTempDatabases } from './__tests__/temp-databases.js';
 import { SqliteDatabase } from './database.js';
 import { SqliteKVStore, SQLITE_KV_SCHEMA_VERSION } from './kv.js';
 import { openSqliteStores } from './open.js';
 
-const folders: string[] = [];
-function tempPath(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'helix-kv-'));
-  folders.push(dir);
-  return join(dir, 'helix.db');
-}
-afterEach(() => {
-  for (const dir of folders.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+const temp = useTempDatabases('helix-kv-');
 
-runKVStoreConformance({
-  name: 'SqliteKVStore',
-  create: () => new SqliteKVStore(SqliteDatabase.open({ path: tempPath() })),
-  destroy: (store: KVStore) => (store as SqliteKVStore).database.close(),
-});
+runKVStoreConformance({ name: 'SqliteKVStore', create: () => new SqliteKVStore(temp.open()) });
 
 describe('SqliteKVStore durability', () => {
   it('keeps values across a close and re-open of the project database', async () => {
-    const path = tempPath();
+    const path = temp.path();
     const first = openSqliteStores({ path });
     const kv = new SqliteKVStore(first.database);
     await kv.set('agent/assistant', 'turns', 3);
@@ -43,7 +28,7 @@ describe('SqliteKVStore durability', () => {
   });
 
   it('two connections to one file see each other\'s writes', async () => {
-    const path = tempPath();
+    const path = temp.path();
     const a = new SqliteKVStore(SqliteDatabase.open({ path }));
     const b = new SqliteKVStore(SqliteDatabase.open({ path }));
     await a.set('n', 'k', 'from a');
@@ -53,7 +38,7 @@ describe('SqliteKVStore durability', () => {
   });
 
   it('refuses a database whose kv tables a newer version wrote', async () => {
-    const path = tempPath();
+    const path = temp.path();
     const db = SqliteDatabase.open({ path });
     new SqliteKVStore(db).database.close();
     const raw = new (await import('better-sqlite3')).default(path);

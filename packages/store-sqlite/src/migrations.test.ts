@@ -1,9 +1,10 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentError } from '@helix-agents/sdk';
 import BetterSqlite3 from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { beginRequest } from './__tests__/begin-request.js';
+import { useTempDatabases } from './__tests__/temp-databases.js';
 import { DEFAULT_SQLITE_PATH, SqliteDatabase } from './database.js';
 import { migrateSqlite, SQLITE_MIGRATIONS, SQLITE_RECORD_VERSION, SQLITE_SCHEMA_VERSION, sqliteSchemaVersion } from './migrations.js';
 import { openSqliteStores } from './open.js';
@@ -18,11 +19,7 @@ function codeOf(fn: () => unknown): string | undefined {
 }
 
 describe('SQLite schema and migrations', () => {
-  let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'helix-sqlite-mig-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const temp = useTempDatabases('helix-sqlite-mig-');
 
   it('the migration list is numbered 1..n without gaps', () => {
     expect(SQLITE_MIGRATIONS.map((m) => m.version)).toEqual(SQLITE_MIGRATIONS.map((_, i) => i + 1));
@@ -30,21 +27,10 @@ describe('SQLite schema and migrations', () => {
   });
 
   it('migrations are safe to run twice: the second run applies nothing and keeps the data', async () => {
-    const path = join(dir, 'helix.db');
+    const path = temp.path();
     const first = openSqliteStores({ path });
     expect(first.database.appliedMigrations).toEqual(SQLITE_MIGRATIONS.map((m) => m.version));
-    await first.stateStore.beginRun({
-      sessionId: 's1',
-      runId: 'r1',
-      agentType: 'agent',
-      signal: 'start',
-      initialState: { kept: true },
-      newTurn: { turnId: 't1', input: [] },
-      startedAt: 1,
-      leaseOwner: 'p',
-      leaseMs: 1_000,
-      options: {},
-    });
+    await first.stateStore.beginRun(beginRequest('s1', 'r1', { initialState: { kept: true } }));
     first.close();
     const raw = new BetterSqlite3(path);
     expect(migrateSqlite(raw)).toEqual([]);
@@ -59,7 +45,7 @@ describe('SQLite schema and migrations', () => {
   });
 
   it('a later migration appended to the list is applied on the next open, once', () => {
-    const path = join(dir, 'helix.db');
+    const path = temp.path();
     SqliteDatabase.open({ path }).close();
     const raw = new BetterSqlite3(path);
     const next = [...SQLITE_MIGRATIONS, { version: SQLITE_SCHEMA_VERSION + 1, name: 'test column', sql: 'ALTER TABLE sessions ADD COLUMN extra TEXT' }];
@@ -71,7 +57,7 @@ describe('SQLite schema and migrations', () => {
   });
 
   it('a database written by a newer schema version is refused with state_schema_too_new, and left untouched', () => {
-    const path = join(dir, 'helix.db');
+    const path = temp.path();
     SqliteDatabase.open({ path }).close();
     const raw = new BetterSqlite3(path);
     raw.prepare('INSERT INTO helix_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(SQLITE_SCHEMA_VERSION + 1, 'future', 0);
@@ -94,20 +80,9 @@ describe('SQLite schema and migrations', () => {
   });
 
   it('a session or run record stamped by a newer version is refused on read', async () => {
-    const path = join(dir, 'helix.db');
+    const path = temp.path();
     const stores = openSqliteStores({ path });
-    await stores.stateStore.beginRun({
-      sessionId: 's1',
-      runId: 'r1',
-      agentType: 'agent',
-      signal: 'start',
-      initialState: {},
-      newTurn: { turnId: 't1', input: [] },
-      startedAt: 1,
-      leaseOwner: 'p',
-      leaseMs: 1_000,
-      options: {},
-    });
+    await stores.stateStore.beginRun(beginRequest('s1', 'r1'));
     const raw = new BetterSqlite3(path);
     raw.prepare('UPDATE sessions SET record_version = ?').run(SQLITE_RECORD_VERSION + 1);
     raw.prepare('UPDATE runs SET record_version = ?').run(SQLITE_RECORD_VERSION + 1);
@@ -119,38 +94,29 @@ describe('SQLite schema and migrations', () => {
   });
 
   it('synchronous FULL is applied and works; NORMAL is the default; the file is in WAL mode', async () => {
-    const full = openSqliteStores({ path: join(dir, 'full.db'), synchronous: 'FULL' });
-    const raw = new BetterSqlite3(join(dir, 'full.db'));
+    const path = temp.path();
+    const full = openSqliteStores({ path, synchronous: 'FULL' });
+    const raw = new BetterSqlite3(path);
     expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
     raw.close();
     expect(full.database.synchronous).toBe('FULL');
-    await full.stateStore.beginRun({
-      sessionId: 's1',
-      runId: 'r1',
-      agentType: 'agent',
-      signal: 'start',
-      initialState: {},
-      newTurn: { turnId: 't1', input: [] },
-      startedAt: 1,
-      leaseOwner: 'p',
-      leaseMs: 1_000,
-      options: {},
-    });
+    await full.stateStore.beginRun(beginRequest('s1', 'r1'));
     await full.stateStore.commit({ sessionId: 's1', runId: 'r1', epoch: 1, kind: 'step', stepIndex: 0, appendMessages: [{ role: 'assistant', content: 'durable' }], committedAt: 2 });
     full.close();
-    const reopened = openSqliteStores({ path: join(dir, 'full.db') });
+    const reopened = openSqliteStores({ path });
     expect(reopened.database.synchronous).toBe('NORMAL');
     expect((await reopened.stateStore.loadSession('s1'))?.messages).toEqual([{ role: 'assistant', content: 'durable' }]);
     reopened.close();
   });
 
   it('a file that is not a database is refused with an AgentError', () => {
-    const path = join(dir, 'not-a-db');
+    const path = temp.path();
     writeFileSync(path, 'this is not a SQLite file, but it is long enough to look like one to the header check...'.repeat(20));
     expect(codeOf(() => SqliteDatabase.open({ path }))).toBe('state_commit_failed');
   });
 
   it('the default path is .helix/helix.db under the working directory, folder created', () => {
+    const dir = temp.folder();
     const cwd = process.cwd();
     process.chdir(dir);
     try {

@@ -1,10 +1,9 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { StreamChunk } from '@helix-agents/sdk';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { beginRequest } from './__tests__/begin-request.js';
+import { useTempDatabases } from './__tests__/temp-databases.js';
 import { SQLITE_SCHEMA_VERSION } from './migrations.js';
 import { openSqliteStores } from './open.js';
 
@@ -60,14 +59,10 @@ function crashAfter(path: string, atLeast: number): Promise<number[]> {
 }
 
 describe('two processes on one SQLite file', () => {
-  let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'helix-sqlite-2p-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const temp = useTempDatabases('helix-sqlite-2p-');
 
   it('a process SIGKILLed while committing loses no commit it saw resolve, and leaves no partial one', { timeout: 60_000 }, async () => {
-    const path = join(dir, 'crash.db');
+    const path = temp.path();
     const reported = await crashAfter(path, 200);
     expect(reported.length).toBeGreaterThanOrEqual(200);
     const stores = openSqliteStores({ path });
@@ -87,28 +82,17 @@ describe('two processes on one SQLite file', () => {
   });
 
   it('two processes opening a new file at once migrate it exactly once', { timeout: 60_000 }, async () => {
-    const path = join(dir, 'fresh.db');
+    const path = temp.path();
     const results = await Promise.all([child(path, 'open'), child(path, 'open')]);
     const applied = results.flatMap((r) => r.applied ?? []);
     expect(applied.sort()).toEqual(Array.from({ length: SQLITE_SCHEMA_VERSION }, (_, i) => i + 1));
   });
 
   it('commit through the fence concurrently: nothing is lost or torn, the superseded process writes nothing more', { timeout: 120_000 }, async () => {
-    const path = join(dir, 'helix.db');
+    const path = temp.path();
     const setup = openSqliteStores({ path });
     // An orphan: a running run whose lease expired long ago; both processes will try to recover it.
-    await setup.stateStore.beginRun({
-      sessionId: 'orphan',
-      runId: 'orphan-run',
-      agentType: 'agent',
-      signal: 'start',
-      initialState: {},
-      newTurn: { turnId: 't', input: [] },
-      startedAt: 0,
-      leaseOwner: 'dead',
-      leaseMs: 1,
-      options: {},
-    });
+    await setup.stateStore.beginRun(beginRequest('orphan', 'orphan-run', { startedAt: 0, leaseOwner: 'dead', leaseMs: 1 }));
     setup.close();
 
     const [a, b] = await Promise.all([child(path, 'a'), child(path, 'b')]);

@@ -2,7 +2,7 @@ import type { Attributes, Span } from '@opentelemetry/api';
 import { BasicTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { LangfuseSpanProcessor } from '@langfuse/otel';
 import { createObservationAttributes, LangfuseOtelSpanAttributes, type LangfuseObservationAttributes, type LangfuseObservationType } from '@langfuse/tracing';
-import type { HookContext, HookPoint, Message, ModelParameters, StepResult, StreamManager, TokenUsage } from '@helix-agents/sdk';
+import type { HookContext, HookPoint, Message, StepResult, StreamManager, TokenUsage } from '@helix-agents/sdk';
 import { createOtelHooks, type AnyAgentHooks, type OtelTracingStats, type RunOutcomeStatus, type SpanLifecycleEvent, type TracedDecision, type TracedRun } from '@helix-agents/tracing-otel';
 
 /** Options of {@link createLangfuseHooks}. Keys and URL fall back to Langfuse's own environment variables. */
@@ -77,6 +77,9 @@ export const TRACING_LANGFUSE_VERSION = '0.1.0';
 
 const A = LangfuseOtelSpanAttributes;
 
+/** The options handed to Langfuse's span processor as they are; one left unset gets the processor's default. */
+const PROCESSOR_OPTIONS = ['publicKey', 'secretKey', 'baseUrl', 'environment', 'release', 'exportMode', 'flushAt', 'flushInterval', 'timeout', 'mediaUploadEnabled', 'exporter', 'mask'] as const;
+
 /**
  * Langfuse tracing as hooks, on the official Langfuse SDK (`@langfuse/otel`'s span processor, which
  * exports over OTLP/HTTP, and `@langfuse/tracing`'s attribute mapping): a trace per run with userId,
@@ -90,19 +93,8 @@ export function createLangfuseHooks(options: LangfuseHooksOptions = {}): Langfus
   const captureContent = options.captureContent ?? true;
   const defaultTags = options.defaultTags ?? [];
   const processor = new LangfuseSpanProcessor({
-    ...(options.publicKey === undefined ? {} : { publicKey: options.publicKey }),
-    ...(options.secretKey === undefined ? {} : { secretKey: options.secretKey }),
-    ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }),
-    ...(options.environment === undefined ? {} : { environment: options.environment }),
-    ...(options.release === undefined ? {} : { release: options.release }),
-    ...(options.exportMode === undefined ? {} : { exportMode: options.exportMode }),
-    ...(options.flushAt === undefined ? {} : { flushAt: options.flushAt }),
-    ...(options.flushInterval === undefined ? {} : { flushInterval: options.flushInterval }),
-    ...(options.timeout === undefined ? {} : { timeout: options.timeout }),
+    ...definedFields(options, PROCESSOR_OPTIONS),
     ...(options.additionalHeaders === undefined ? {} : { additionalHeaders: { ...options.additionalHeaders } }),
-    ...(options.mediaUploadEnabled === undefined ? {} : { mediaUploadEnabled: options.mediaUploadEnabled }),
-    ...(options.exporter === undefined ? {} : { exporter: options.exporter }),
-    ...(options.mask === undefined ? {} : { mask: options.mask }),
     // The provider is ours alone, so every span on it is one of ours; the default filter (Langfuse or
     // gen_ai.* spans only) would drop the event observations that carry no gen_ai.* attribute.
     shouldExportSpan: () => true,
@@ -186,7 +178,7 @@ export function createLangfuseHooks(options: LangfuseHooksOptions = {}): Langfus
           'generation',
           {
             model: event.payload.model,
-            modelParameters: modelParameters(event.payload.modelParameters),
+            modelParameters: definedFields(event.payload.modelParameters, MODEL_PARAMETERS),
             metadata: { provider: event.payload.provider, attempt: event.payload.attempt, stepIndex: event.ctx.stepCount },
             ...(captureContent ? { input: promptJson(event.payload.messages) } : {}),
           },
@@ -258,8 +250,7 @@ export function createLangfuseHooks(options: LangfuseHooksOptions = {}): Langfus
     // Langfuse does not read span events; decisions and refusals become observations.
     eventsAsSpans: true,
     decorate,
-    ...(options.maxEndedRuns === undefined ? {} : { maxEndedRuns: options.maxEndedRuns }),
-    ...(options.onError === undefined ? {} : { onError: options.onError }),
+    ...definedFields(options, ['maxEndedRuns', 'onError']),
   });
 
   let shutdown: Promise<void> | undefined;
@@ -310,13 +301,11 @@ export function usageDetails(usage: TokenUsage): Record<string, number> {
 
 const MODEL_PARAMETERS = ['temperature', 'maxOutputTokens', 'topP', 'topK', 'presencePenalty', 'frequencyPenalty', 'seed'] as const;
 
-function modelParameters(parameters: ModelParameters): Record<string, string | number> {
-  const out: Record<string, string | number> = {};
-  for (const key of MODEL_PARAMETERS) {
-    const value = parameters[key];
-    if (value !== undefined) out[key] = value;
-  }
-  return out;
+/** The fields of `source` named in `keys` that are set: an unset one is left out, not copied as undefined. */
+function definedFields<T extends object, K extends keyof T>(source: T, keys: readonly K[]): Partial<Pick<T, K>> {
+  const fields: Partial<Pick<T, K>> = {};
+  for (const key of keys) if (source[key] !== undefined) fields[key] = source[key];
+  return fields;
 }
 
 /** One message as OpenAI-style chat JSON, which Langfuse renders as a conversation. */

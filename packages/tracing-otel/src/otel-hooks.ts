@@ -32,6 +32,8 @@ import type {
   HookDecisionChunk,
   HookPoint,
   MessagePayload,
+  RunAttribution,
+  RunIdentity,
   StreamChunkInput,
   StreamManager,
   StreamWriter,
@@ -49,14 +51,7 @@ export type RunStartSignal = 'start' | 'resume' | 'retry' | 'unknown';
 export type TracedSpanKind = 'run' | 'chat' | 'tool';
 
 /** A traced run's identity and attribution, as its first hook gave them; the same object for the whole run. */
-export interface TracedRun {
-  readonly runId: string;
-  readonly sessionId: string;
-  readonly agentType: string;
-  readonly parentSessionId?: string;
-  readonly userId?: string;
-  readonly tags?: readonly string[];
-  readonly metadata?: Readonly<Record<string, string>>;
+export interface TracedRun extends RunIdentity, RunAttribution {
   /** The traced run at the top of this run's trace: itself, or for a sub-agent the run it nests under (transitively). */
   readonly traceRoot: TracedRun;
 }
@@ -324,10 +319,7 @@ export function createOtelHooks(options: OtelHooksOptions = {}): OtelTracing {
       runId: ctx.runId,
       sessionId: ctx.sessionId,
       agentType: ctx.agentType,
-      ...(ctx.parentSessionId === undefined ? {} : { parentSessionId: ctx.parentSessionId }),
-      ...(ctx.userId === undefined ? {} : { userId: ctx.userId }),
-      ...(ctx.tags === undefined ? {} : { tags: ctx.tags }),
-      ...(ctx.metadata === undefined ? {} : { metadata: ctx.metadata }),
+      ...definedFields(ctx, ['parentSessionId', 'userId', 'tags', 'metadata']),
     };
     info.traceRoot = parentRun?.info.traceRoot ?? info;
     const run: RunTrace = {
@@ -747,9 +739,7 @@ export function createOtelHooks(options: OtelHooksOptions = {}): OtelTracing {
         decision: decision.decision,
         source: decision.hookName,
         durationMs: decision.durationMs,
-        ...(decision.reason === undefined ? {} : { reason: decision.reason }),
-        ...(decision.toolCallId === undefined ? {} : { toolCallId: decision.toolCallId }),
-        ...(decision.policy === undefined ? {} : { policy: decision.policy }),
+        ...definedFields(decision, ['reason', 'toolCallId', 'policy']),
         ...(decision.errorInfo === undefined ? {} : { errorCode: decision.errorInfo.code }),
       },
     );
@@ -817,6 +807,13 @@ export function createOtelHooks(options: OtelHooksOptions = {}): OtelTracing {
 }
 
 /** The decision behind a refused call: a `hook_blocked` error names the hook and the reason; a rejected approval is the user's. */
+/** The fields of `source` named in `keys` that are set: an unset one is left out, not copied as undefined. */
+function definedFields<T extends object, K extends keyof T>(source: T, keys: readonly K[]): Partial<Pick<T, K>> {
+  const fields: Partial<Pick<T, K>> = {};
+  for (const key of keys) if (source[key] !== undefined) fields[key] = source[key];
+  return fields;
+}
+
 function blockDecision(hook: string, error: AgentErrorInfo): TracedDecision {
   const details = error.details ?? {};
   const reason = details['reason'];

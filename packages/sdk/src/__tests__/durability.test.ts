@@ -15,8 +15,8 @@ import {
   type StateStore,
   type ToolResultMessage,
 } from '../index.js';
-import { createHookRecorder } from '../testing/index.js';
-import { counterAgent, finish, setup, type Counter } from './harness.js';
+import { createGate, createHookRecorder } from '../testing/index.js';
+import { bareTool, counterAgent, finish, setup, throwing, type Counter } from './harness.js';
 
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
 
@@ -45,28 +45,17 @@ describe('supersede (section 1.3)', () => {
   it('rules 56–60: a supersede raised inside a tool ends the run at once; started siblings finish unpersisted (their hooks may follow onAgentSuperseded); no later tool starts', async () => {
     const { executor, stateStore } = setup();
     const order: string[] = [];
-    let releaseSlow!: () => void;
-    const slowGate = new Promise<void>((r) => (releaseSlow = r));
-    const slow = defineTool({
-      name: 'slow',
-      description: 'slow sibling',
-      inputSchema: z.object({}),
-      execute: async (_i, ctx) => {
-        await slowGate;
-        ctx.updateState<Counter>((d) => void (d.count = 50));
-        return 'slow done';
-      },
+    const slowGate = createGate();
+    const slow = bareTool('slow', 'slow sibling', async (_i, ctx) => {
+      await slowGate.opened;
+      ctx.updateState<Counter>((d) => void (d.count = 50));
+      return 'slow done';
     });
-    const fenced = defineTool({
-      name: 'fenced',
-      description: 'a fenced write that finds its run superseded',
-      inputSchema: z.object({}),
-      execute: async (_i, ctx) => {
-        await tick();
-        throw new RunSupersededError(ctx.sessionId, ctx.runId, 'newer-run');
-      },
+    const fenced = bareTool('fenced', 'a fenced write that finds its run superseded', async (_i, ctx) => {
+      await tick();
+      throw new RunSupersededError(ctx.sessionId, ctx.runId, 'newer-run');
     });
-    const late = defineTool({ name: 'late', description: 'starts late', inputSchema: z.object({}), execute: () => void order.push('late:execute') });
+    const late = bareTool('late', 'starts late', () => void order.push('late:execute'));
     const agent = counterAgent(
       [{ toolCalls: [{ name: 'slow', args: {}, id: 's' }, { name: 'fenced', args: {}, id: 'f' }, { name: 'late', args: {}, id: 'l' }] }, finish('x')],
       {
@@ -85,7 +74,7 @@ describe('supersede (section 1.3)', () => {
     const result = await handle.result();
     expect(result.status).toBe('superseded');
     expect(order).toEqual(['onAgentSuperseded']);
-    releaseSlow();
+    slowGate.open();
     await tick(80);
     expect(order).toEqual(['onAgentSuperseded', 'afterTool:slow']);
     const session = await stateStore.loadSession(handle.sessionId);
@@ -96,9 +85,8 @@ describe('supersede (section 1.3)', () => {
   it('rule 46 / D13: a run that loses its lease is superseded and writes nothing more', async () => {
     const { stateStore, executor } = setup({ executor: { leaseMs: 60 } });
     const rec = createHookRecorder();
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const wait = defineTool({ name: 'wait', description: 'waits', inputSchema: z.object({}), execute: async () => gate.then(() => 'ok') });
+    const gate = createGate();
+    const wait = bareTool('wait', 'waits', async () => gate.opened.then(() => 'ok'));
     const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'wait', args: {} }] }, finish('x')], { tools: [wait] }), 'go', {
       hooks: rec.hooks,
     });
@@ -106,7 +94,7 @@ describe('supersede (section 1.3)', () => {
     // Another process decides this one is dead and claims the run (its clock is ahead of the lease).
     await stateStore.claimRun(handle.runId, 'other-process', 60_000, Date.now() + 10 * 60_000);
     await tick(60);
-    release();
+    gate.open();
     const result = await handle.result();
     expect(result.status).toBe('superseded');
     expect(rec.of('onAgentSuperseded')).toHaveLength(1);
@@ -119,24 +107,14 @@ describe('stop (section 1.10, C6)', () => {
   it('rules 125–130 / C6: stop() keeps the calls whose results are recorded, pairs the rest run_stopped, discards afterLLMCall writes, writes K5 and fires onAgentFail(run_interrupted)', async () => {
     const { executor, stateStore, streamManager } = setup();
     const rec = createHookRecorder();
-    const quick = defineTool({
-      name: 'quick',
-      description: 'finishes before the stop',
-      inputSchema: z.object({}),
-      execute: (_i, ctx) => {
-        ctx.updateState<Counter>((d) => void d.log.push('quick'));
-        return 'quick done';
-      },
+    const quick = bareTool('quick', 'finishes before the stop', (_i, ctx) => {
+      ctx.updateState<Counter>((d) => void d.log.push('quick'));
+      return 'quick done';
     });
-    const stuck = defineTool({
-      name: 'stuck',
-      description: 'honours its abort signal',
-      inputSchema: z.object({}),
-      execute: async (_i, ctx) => {
-        ctx.updateState<Counter>((d) => void d.log.push('stuck-partial'));
-        await new Promise((_r, reject) => ctx.abortSignal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
-        return 'never';
-      },
+    const stuck = bareTool('stuck', 'honours its abort signal', async (_i, ctx) => {
+      ctx.updateState<Counter>((d) => void d.log.push('stuck-partial'));
+      await new Promise((_r, reject) => ctx.abortSignal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+      return 'never';
     });
     const agent = counterAgent([{ toolCalls: [{ name: 'quick', args: {}, id: 'q' }, { name: 'stuck', args: {}, id: 's' }] }, finish('x')], {
       tools: [quick, stuck],
@@ -437,9 +415,7 @@ describe('recovery of resumed, retried and approved work (review regressions)', 
     const agent = counterAgent([finish('x')], {
       hooks: {
         onAgentStart: (_p, ctx) => ctx.updateState((d) => void (d.count = 7)),
-        onMessage: () => {
-          throw new Error('bad input');
-        },
+        onMessage: throwing('bad input'),
       },
     });
     const handle = await executor.execute(agent, 'go');

@@ -7,13 +7,16 @@ import {
   InMemoryStreamManager,
   InMemoryUsageStore,
   JSAgentExecutor,
+  type AgentConfig,
   type AgentDefinition,
+  type HookPoint,
   type JSAgentExecutorOptions,
   type Logger,
   type StateStore,
   type StreamChunk,
+  type ToolContext,
 } from '../index.js';
-import { createScriptedModel, type ScriptedStep, type ScriptedStepObject } from '../testing/index.js';
+import { createHookRecorder, createScriptedModel, type ScriptedStep, type ScriptedStepObject } from '../testing/index.js';
 
 /** A logger that keeps what it was told, for assertions on observe-only errors. */
 export function memoryLogger(): Logger & { readonly lines: string[] } {
@@ -32,6 +35,14 @@ export function setup(options: { stateStore?: StateStore; executor?: JSAgentExec
   return { stateStore, streamManager, usageStore, executor, logger };
 }
 
+/** Runs `agent` on `input` (default `go`) to its end, on a fresh {@link setup}, with a hook recorder on `points` (default all). */
+export async function recordedRun<TState, TOutput>(agent: AgentConfig<TState, TOutput>, options: { readonly input?: string; readonly points?: readonly HookPoint[] } = {}) {
+  const wired = setup();
+  const rec = createHookRecorder(options.points === undefined ? {} : { points: options.points });
+  const handle = await wired.executor.execute(agent, options.input ?? 'go', { hooks: rec.hooks });
+  return { ...wired, rec, handle, result: await handle.result() };
+}
+
 export const CounterState = z.object({ count: z.number().default(0), log: z.array(z.string()).default([]) });
 export type Counter = z.infer<typeof CounterState>;
 
@@ -48,6 +59,18 @@ export const incrementTool = defineTool({
     return { ok: true, by: input.by };
   },
 });
+
+/** A tool without arguments whose body is the point of the test (a gate, a state write, a throw). */
+export function bareTool<TOutput>(name: string, description: string, execute: (input: Record<string, never>, ctx: ToolContext) => TOutput | Promise<TOutput>) {
+  return defineTool({ name, description, inputSchema: z.object({}), execute });
+}
+
+/** A hook handler or tool body that throws `new Error(message)`. */
+export function throwing(message: string): () => never {
+  return () => {
+    throw new Error(message);
+  };
+}
 
 /** An agent over the scripted model; the output is `{ answer }`. */
 export function counterAgent(steps: readonly ScriptedStep[], overrides: Partial<AgentDefinition<Counter, { answer: string }>> = {}) {

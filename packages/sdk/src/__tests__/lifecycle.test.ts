@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AgentError, defineAgent, defineTool, InMemoryStateStore, type Commit, type CommitReceipt } from '../index.js';
-import { createHookRecorder, createScriptedModel } from '../testing/index.js';
-import { collect, counterAgent, finish, setup, textAgent, type Counter } from './harness.js';
+import { createGate, createHookRecorder, createScriptedModel } from '../testing/index.js';
+import { bareTool, collect, counterAgent, finish, recordedRun, setup, textAgent, throwing, type Counter } from './harness.js';
 
 describe('lifecycle: how a run ends decides its terminal hooks', () => {
   it('rule 8 / rule 30: a run that completes fires onAgentComplete and no other terminal hook', async () => {
@@ -19,10 +19,8 @@ describe('lifecycle: how a run ends decides its terminal hooks', () => {
   });
 
   it('rule 9 / rule 35: a run that fails after its start fires onAgentFail with error, finalState, stepCount, durationMs, recoverable', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, { error: { status: 401, message: 'bad key' } }]);
-    const result = await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const { result, rec } = await recordedRun(agent);
     expect(result.status).toBe('failed');
     expect(result.error?.code).toBe('provider_auth');
     const [fail] = rec.of('onAgentFail');
@@ -65,16 +63,8 @@ describe('lifecycle: how a run ends decides its terminal hooks', () => {
   });
 
   it('rule 26: an onAgentStart that throws fails the run and onAgentFail fires exactly once', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
-    const agent = counterAgent([finish('x')], {
-      hooks: {
-        onAgentStart: () => {
-          throw new Error('no start');
-        },
-      },
-    });
-    const result = await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const agent = counterAgent([finish('x')], { hooks: { onAgentStart: throwing('no start') } });
+    const { result, rec } = await recordedRun(agent);
     expect(result.status).toBe('failed');
     expect(result.error).toMatchObject({ code: 'hook_failed', layer: 'hook', severity: 'fatal', retryable: false });
     expect(result.error?.details).toMatchObject({ hook: 'onAgentStart' });
@@ -83,16 +73,8 @@ describe('lifecycle: how a run ends decides its terminal hooks', () => {
   });
 
   it('rule 26 / rule 92: an initial onMessage that throws fails the run and onAgentFail fires exactly once', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
-    const agent = counterAgent([finish('x')], {
-      hooks: {
-        onMessage: () => {
-          throw new Error('bad input');
-        },
-      },
-    });
-    const result = await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const agent = counterAgent([finish('x')], { hooks: { onMessage: throwing('bad input') } });
+    const { result, rec } = await recordedRun(agent);
     expect(result.status).toBe('failed');
     expect(result.error?.details).toMatchObject({ hook: 'onMessage' });
     expect(rec.of('onAgentFail')).toHaveLength(1);
@@ -114,8 +96,6 @@ describe('lifecycle: how a run ends decides its terminal hooks', () => {
   });
 
   it('rule 31: onAgentComplete fires after a finishWith tool ran its full hook sequence and its output was promoted (D7)', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
     const report = defineTool({
       name: 'report',
       description: 'Finish with a report',
@@ -124,7 +104,7 @@ describe('lifecycle: how a run ends decides its terminal hooks', () => {
       execute: async (input) => ({ answer: input.text.toUpperCase() }),
     });
     const agent = counterAgent([{ toolCalls: [{ name: 'report', args: { text: 'done' } }] }], { tools: [report] });
-    const result = await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const { result, rec } = await recordedRun(agent);
     expect(result.status).toBe('completed');
     expect(result.output).toEqual({ answer: 'DONE' });
     expect(result.exitReason).toBe('finish_with');
@@ -135,18 +115,14 @@ describe('lifecycle: how a run ends decides its terminal hooks', () => {
   });
 
   it('D7: __finish__ is internal: it fires no tool hooks', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
-    await (await executor.execute(counterAgent([finish('x')]), 'go', { hooks: rec.hooks })).result();
+    const { rec } = await recordedRun(counterAgent([finish('x')]));
     expect(rec.of('beforeTool')).toHaveLength(0);
     expect(rec.of('afterTool')).toHaveLength(0);
   });
 
   it('rule 33 / D14: onAgentComplete gets { output, finalState, stepCount, durationMs } with stepCount = completed LLM steps', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, { toolCalls: [{ name: 'increment', args: { by: 2 } }] }, finish('3')]);
-    await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const { rec } = await recordedRun(agent);
     const payload = rec.of('onAgentComplete')[0]!.payload as { output: unknown; finalState: Counter; stepCount: number; durationMs: number };
     expect(payload.output).toEqual({ answer: '3' });
     expect(payload.finalState.count).toBe(3);
@@ -172,11 +148,9 @@ describe('lifecycle: how a run ends decides its terminal hooks', () => {
   });
 
   it('C10: maxSteps ends a run with an outputSchema with the typed error run_max_steps, and onAgentFail fires', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
     const loop = { toolCalls: [{ name: 'increment', args: { by: 1 } }] };
     const agent = counterAgent([loop, loop, loop, loop], { maxSteps: 3 });
-    const result = await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const { result, rec } = await recordedRun(agent);
     expect(result.status).toBe('failed');
     expect(result.error).toMatchObject({ code: 'run_max_steps', layer: 'run', severity: 'fatal', retryable: false });
     expect(result.stepCount).toBe(3);
@@ -377,24 +351,18 @@ describe('the commit model K1, K2, K3, K5', () => {
   it('a run superseded by a newer execute() on the same session fires onAgentSuperseded only and writes nothing more', async () => {
     const { executor, stateStore, streamManager } = setup();
     const recA = createHookRecorder();
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    const slow = defineTool({
-      name: 'slow',
-      description: 'waits',
-      inputSchema: z.object({}),
-      execute: async (_input, ctx) => {
-        await gate;
-        ctx.updateState<Counter>((d) => void (d.count = 99));
-        return 'late';
-      },
+    const gate = createGate();
+    const slow = bareTool('slow', 'waits', async (_input, ctx) => {
+      await gate.opened;
+      ctx.updateState<Counter>((d) => void (d.count = 99));
+      return 'late';
     });
     const agentA = counterAgent([{ toolCalls: [{ name: 'slow', args: {} }] }, finish('a')], { tools: [slow] });
     const a = await executor.execute(agentA, 'first', { sessionId: 'busy', hooks: recA.hooks });
     await new Promise((r) => setTimeout(r, 20));
     const b = await executor.execute(counterAgent([finish('b')]), 'second', { sessionId: 'busy' });
     expect((await b.result()).status).toBe('completed');
-    release();
+    gate.open();
     const resultA = await a.result();
     expect(resultA.status).toBe('superseded');
     expect(resultA.error?.code).toBe('state_run_superseded');

@@ -1,14 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { AfterLLMCallPayload, BeforeLLMCallPayload, StepPlan } from '../index.js';
 import { createHookRecorder } from '../testing/index.js';
-import { counterAgent, finish, setup, textAgent } from './harness.js';
+import { counterAgent, finish, recordedRun, setup, textAgent, throwing } from './harness.js';
 
 describe('LLM call hooks (section 1.4)', () => {
   it('rule 61: beforeLLMCall gets { messages, tools, config, model, modelParameters } with the system prompt first', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
     const agent = counterAgent([finish('x')], { llmConfig: { ...counterAgent([]).llmConfig, temperature: 0.3, maxOutputTokens: 100 } });
-    await (await executor.execute(agent, 'hello', { hooks: rec.hooks })).result();
+    const { rec } = await recordedRun(agent, { input: 'hello' });
     const payload = rec.of('beforeLLMCall')[0]!.payload as BeforeLLMCallPayload;
     expect(payload.messages).toEqual([
       { role: 'system', content: 'You count.' },
@@ -22,12 +20,10 @@ describe('LLM call hooks (section 1.4)', () => {
   });
 
   it('a function system prompt is computed from the current state before each call', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 4 } }] }, finish('x')], {
       systemPrompt: (state) => `count=${state.count}`,
     });
-    await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const { rec } = await recordedRun(agent);
     const prompts = rec.of('beforeLLMCall').map((c) => (c.payload as BeforeLLMCallPayload).messages[0]);
     expect(prompts).toEqual([
       { role: 'system', content: 'count=0' },
@@ -36,10 +32,8 @@ describe('LLM call hooks (section 1.4)', () => {
   });
 
   it('rule 62: afterLLMCall gets { result, plan, durationMs, model, usage } with cachedTokens and cacheWriteTokens', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
     const agent = counterAgent([{ ...finish('x'), usage: { inputTokens: 100, outputTokens: 20, cachedInputTokens: 60, cacheWriteTokens: 10 } }]);
-    await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const { rec } = await recordedRun(agent);
     const payload = rec.of('afterLLMCall')[0]!.payload as AfterLLMCallPayload;
     expect(payload.result.ok).toBe(true);
     expect(payload.plan.kind).toBe('finish');
@@ -50,10 +44,8 @@ describe('LLM call hooks (section 1.4)', () => {
   });
 
   it('rule 63 / C9: ctx.stepCount is 0 in the first beforeLLMCall and counts completed steps; retries do not change it', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, { error: { status: 500 } }, finish('x')]);
-    await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const { rec } = await recordedRun(agent);
     expect(rec.of('beforeLLMCall').map((c) => c.stepCount)).toEqual([0, 1, 1]);
     expect(rec.of('beforeLLMCall').map((c) => (c.payload as BeforeLLMCallPayload).attempt)).toEqual([1, 1, 2]);
   });
@@ -79,9 +71,7 @@ describe('LLM call hooks (section 1.4)', () => {
   });
 
   it('D2: the assistant message fires onMessage after the afterLLMCall of the attempt that succeeded; error attempts append nothing', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder({ points: ['afterLLMCall', 'onMessage'] });
-    await (await executor.execute(textAgent([{ error: { status: 500 } }, { text: 'hi' }]), 'go', { hooks: rec.hooks })).result();
+    const { rec } = await recordedRun(textAgent([{ error: { status: 500 } }, { text: 'hi' }]), { points: ['afterLLMCall', 'onMessage'] });
     const seq = rec.calls.map((c) => (c.point === 'onMessage' ? `msg:${(c.payload as { message: { role: string } }).message.role}` : c.point));
     expect(seq).toEqual(['msg:user', 'afterLLMCall', 'afterLLMCall', 'msg:assistant']);
   });
@@ -101,24 +91,14 @@ describe('LLM call hooks (section 1.4)', () => {
   });
 
   it('a non-retryable provider error is not retried', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
-    const result = await (await executor.execute(counterAgent([{ error: { status: 401 } }, finish('x')]), 'go', { hooks: rec.hooks })).result();
+    const { result, rec } = await recordedRun(counterAgent([{ error: { status: 401 } }, finish('x')]));
     expect(result.error?.code).toBe('provider_auth');
     expect(rec.of('beforeLLMCall')).toHaveLength(1);
   });
 
   it("rule 72 / rule 5: a beforeLLMCall that throws (the spec's rate limiter) fails the run with hook_failed and makes no model call", async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
-    const agent = counterAgent([finish('x')], {
-      hooks: {
-        beforeLLMCall: () => {
-          throw new Error('Rate limit exceeded');
-        },
-      },
-    });
-    const result = await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const agent = counterAgent([finish('x')], { hooks: { beforeLLMCall: throwing('Rate limit exceeded') } });
+    const { result, rec } = await recordedRun(agent);
     expect(result.status).toBe('failed');
     expect(result.error).toMatchObject({ code: 'hook_failed', message: 'The beforeLLMCall hook threw: Rate limit exceeded' });
     expect(rec.of('afterLLMCall')).toHaveLength(0);
@@ -140,11 +120,9 @@ describe('LLM call hooks (section 1.4)', () => {
   });
 
   it('llmConfig.timeoutMs turns a slow attempt into provider_timeout, which is retried', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
     const scripted = counterAgent([{ ...finish('late'), delayMs: 500 }, finish('fast')]);
     const agent = counterAgent([], { llmConfig: { ...scripted.llmConfig, timeoutMs: 30 } });
-    const result = await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const { result, rec } = await recordedRun(agent);
     expect(result).toMatchObject({ status: 'completed', output: { answer: 'fast' } });
     expect((rec.of('afterLLMCall')[0]!.payload as AfterLLMCallPayload).error?.code).toBe('provider_timeout');
   });

@@ -1,13 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { MessagePayload, StateChangePayload } from '../index.js';
 import { createHookRecorder } from '../testing/index.js';
-import { counterAgent, finish, setup, type Counter } from './harness.js';
+import { counterAgent, finish, recordedRun, setup, throwing, type Counter } from './harness.js';
 
 describe('state and message hooks (section 1.7)', () => {
   it('rule 89: onStateChange gets { previousState, newState, source: tool, toolName } for a tool write', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
-    await (await executor.execute(counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 2 } }] }, finish('x')]), 'go', { hooks: rec.hooks })).result();
+    const { rec } = await recordedRun(counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 2 } }] }, finish('x')]));
     const [change] = rec.of('onStateChange');
     const payload = change!.payload as StateChangePayload<Counter>;
     expect(payload.previousState).toEqual({ count: 0, log: [] });
@@ -18,10 +16,8 @@ describe('state and message hooks (section 1.7)', () => {
   });
 
   it("rule 89: a hook's write fires onStateChange with source hook and no toolName", async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
     const agent = counterAgent([finish('x')], { hooks: { onAgentStart: (_p, ctx) => ctx.updateState((d) => void (d.count = 10)) } });
-    await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const { rec } = await recordedRun(agent);
     const payload = rec.of('onStateChange')[0]!.payload as StateChangePayload<Counter>;
     expect(payload.source).toBe('hook');
     expect(payload.toolName).toBeUndefined();
@@ -66,9 +62,7 @@ describe('state and message hooks (section 1.7)', () => {
   });
 
   it('D1: onAgentStart fires before the initial onMessage; both before the turn start commit and the first model call', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder({ points: ['onAgentStart', 'onMessage', 'beforeLLMCall'] });
-    await (await executor.execute(counterAgent([finish('x')]), 'go', { hooks: rec.hooks })).result();
+    const { rec } = await recordedRun(counterAgent([finish('x')]), { points: ['onAgentStart', 'onMessage', 'beforeLLMCall'] });
     expect(rec.points().slice(0, 3)).toEqual(['onAgentStart', 'onMessage', 'beforeLLMCall']);
   });
 
@@ -99,9 +93,7 @@ describe('state and message hooks (section 1.7)', () => {
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 5 } }] }], {
       hooks: {
         afterLLMCall: (_p, ctx) => ctx.updateState((d) => void d.log.push('llm-seen')),
-        afterTool: () => {
-          throw new Error('audit down');
-        },
+        afterTool: throwing('audit down'),
       },
     });
     const handle = await executor.execute(agent, 'go');

@@ -18,7 +18,7 @@ import {
   type ToolResultMessage,
 } from '../index.js';
 import { createHookRecorder, createScriptedModel } from '../testing/index.js';
-import { counterAgent, finish, setup, textAgent, type Counter } from './harness.js';
+import { counterAgent, finish, recordedRun, setup, textAgent, throwing, type Counter } from './harness.js';
 
 const decisions = (chunks: readonly StreamChunk[]) => chunks.filter((c): c is HookDecisionChunk => c.type === 'hook_decision');
 
@@ -91,14 +91,7 @@ describe('beforeLLMCall steering (C3, C4, D11)', () => {
   it('rule 217 / C15: under fail-closed, a throwing beforeLLMCall fails the run with hook_blocked (threw: true)', async () => {
     const { executor } = setup();
     const agent = textAgent([{ text: 'x' }]);
-    const hookManager = createHookManager(
-      {
-        beforeLLMCall: () => {
-          throw new Error('policy service down');
-        },
-      },
-      { onError: guardPolicy },
-    );
+    const hookManager = createHookManager({ beforeLLMCall: throwing('policy service down') }, { onError: guardPolicy });
     const result = await (await executor.execute(agent, 'go', { hookManager })).result();
     expect(result.error).toMatchObject({ code: 'hook_blocked', details: { threw: true, cause: 'policy service down' } });
   });
@@ -162,12 +155,10 @@ describe('beforeTool and afterTool steering (C13, C16, D4)', () => {
   });
 
   it('rule 218: { input } replaces the whole input, is validated, and afterTool reports the effective input', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder({ points: ['afterTool'] });
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 5 } }] }, finish('x')], {
       hooks: { beforeTool: (p) => ({ input: { ...(p.toolCall.arguments as object), by: 1 } }) },
     });
-    const result = await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const { result, rec } = await recordedRun(agent, { points: ['afterTool'] });
     expect(result.state.count).toBe(1);
     expect((rec.of('afterTool')[0]!.payload as AfterToolPayload).toolCall.arguments).toEqual({ by: 1 });
   });
@@ -197,14 +188,7 @@ describe('beforeTool and afterTool steering (C13, C16, D4)', () => {
   it('rule 219 / C15: under block-tool, a throwing beforeTool blocks the call (hook_blocked, threw) and the run continues', async () => {
     const { executor, stateStore } = setup();
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('x')]);
-    const hookManager = createHookManager(
-      {
-        beforeTool: () => {
-          throw new Error('path check crashed');
-        },
-      },
-      { onError: guardPolicy },
-    );
+    const hookManager = createHookManager({ beforeTool: throwing('path check crashed') }, { onError: guardPolicy });
     const handle = await executor.execute(agent, 'go', { hookManager });
     expect((await handle.result()).status).toBe('completed');
     const row = (await stateStore.loadSession(handle.sessionId))!.messages.find((m): m is ToolResultMessage => m.role === 'tool')!;
@@ -215,9 +199,7 @@ describe('beforeTool and afterTool steering (C13, C16, D4)', () => {
   it('rules 220, 221: under guardPolicy, a throwing afterLLMCall or afterTool is logged and ignored (fail-open)', async () => {
     const { executor, logger, streamManager } = setup();
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('x')]);
-    const boom = () => {
-      throw new Error('audit sink down');
-    };
+    const boom = throwing('audit sink down');
     const handle = await executor.execute(agent, 'go', { hookManager: createHookManager({ afterLLMCall: boom, afterTool: boom }, { onError: guardPolicy }) });
     const result = await handle.result();
     expect(result.status).toBe('completed');
@@ -330,14 +312,7 @@ describe('error policies and timeouts (C1)', () => {
 
   it('onAgentFail and onAgentSuperseded are always fail-open, even under a fail-run default', async () => {
     const { executor, logger } = setup();
-    const hookManager = createHookManager(
-      {
-        onAgentFail: () => {
-          throw new Error('pager down');
-        },
-      },
-      { onError: 'fail-run' },
-    );
+    const hookManager = createHookManager({ onAgentFail: throwing('pager down') }, { onError: 'fail-run' });
     const result = await (await executor.execute(counterAgent([{ error: { status: 401 } }]), 'go', { hookManager })).result();
     expect(result.error?.code).toBe('provider_auth');
     expect(logger.lines.some((l) => l.includes('pager down'))).toBe(true);

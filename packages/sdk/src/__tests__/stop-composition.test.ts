@@ -3,7 +3,7 @@ import { produce } from 'immer';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent, defineTool, type Draft } from '../index.js';
-import { createScriptedModel } from '../testing/index.js';
+import { createGate, createScriptedModel } from '../testing/index.js';
 import { setup } from './harness.js';
 
 // A stop that arrives while a step's tools run keeps the writes of every call whose result is recorded
@@ -40,17 +40,17 @@ interface Plan {
  */
 async function runStep(initial: S, plans: readonly Plan[], order: readonly number[]) {
   const controller = new AbortController();
-  const turns = plans.map(() => latch());
+  const turns = plans.map(() => createGate());
   const writeTool = defineTool({
     name: 'write',
     description: 'makes one write',
     inputSchema: z.object({ i: z.number().int() }),
     execute: async ({ i }, ctx) => {
       const position = order.indexOf(i);
-      if (position > 0) await turns[order[position - 1] as number]!.promise;
+      if (position > 0) await turns[order[position - 1] as number]!.opened;
       const plan = plans[i] as Plan;
       ctx.updateState<S>((draft) => apply(draft, plan.write));
-      turns[i]!.resolve();
+      turns[i]!.open();
       if (position === order.length - 1) controller.abort();
       if (plan.stopped) {
         await new Promise<void>((resolve) => (ctx.abortSignal.aborted ? resolve() : ctx.abortSignal.addEventListener('abort', () => resolve())));
@@ -80,13 +80,6 @@ function sequential(initial: S, plans: readonly Plan[], order: readonly number[]
     if (!plan.stopped) state = produce(state, (draft) => apply(draft as Draft<S>, plan.write));
   }
   return state;
-}
-
-/** A promise and the function that resolves it (Promise.withResolvers needs Node 22). */
-function latch(): { promise: Promise<void>; resolve: () => void } {
-  let resolve: () => void = () => {};
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
 }
 
 const notes = (...ids: string[]) => ids.map((id) => ({ id, done: false }));

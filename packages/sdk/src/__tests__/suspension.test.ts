@@ -20,7 +20,7 @@ import {
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
 import { openSqliteStores } from '@helix-agents/store-sqlite';
 import { createHookRecorder, createScriptedModel, type ScriptedStep } from '../testing/index.js';
-import { collect, CounterState, incrementTool, memoryLogger, type Counter } from './harness.js';
+import { collect, CounterState, incrementTool, memoryLogger, throwing, type Counter } from './harness.js';
 
 const askUser = defineTool({ name: 'ask_user', description: 'asks the user (answered by the client)', inputSchema: z.object({ question: z.string() }) });
 const deleteFile = defineTool({
@@ -266,9 +266,7 @@ describe.each<StoreKind>(['memory', 'sqlite'])('start signals on %s: exactly one
     const first = await executor.execute(agent, 'go', { sessionId: 't3' });
     await first.result();
     const rec = createHookRecorder();
-    const boom = () => {
-      throw new Error('tracing down');
-    };
+    const boom = throwing('tracing down');
     const result = await (await executor.approve('t3', 'd1', { hooks: { ...rec.hooks, onAgentResumed: boom } })).result();
     expect(result.status).toBe('completed');
     expect(logger.lines.some((l) => l.includes('tracing down'))).toBe(true);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, type AfterToolPayload, type BeforeToolPayload, type MessagePayload, type ToolResultMessage } from '../index.js';
 import { createHookRecorder } from '../testing/index.js';
-import { counterAgent, finish, incrementTool, setup, type Counter } from './harness.js';
+import { bareTool, counterAgent, finish, incrementTool, recordedRun, setup, throwing, type Counter } from './harness.js';
 
 function point(c: { point: string; payload: unknown }): string {
   if (c.point === 'onMessage') return `onMessage:${(c.payload as MessagePayload).message.role}`;
@@ -11,25 +11,14 @@ function point(c: { point: string; payload: unknown }): string {
 
 describe('tool hooks (section 1.5)', () => {
   it('rule 73: beforeTool gets { toolCall: { id, name, arguments }, tool } with the validated arguments', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
-    await (await executor.execute(counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 3 }, id: 'call-1' }] }, finish('x')]), 'go', { hooks: rec.hooks })).result();
+    const { rec } = await recordedRun(counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 3 }, id: 'call-1' }] }, finish('x')]));
     const payload = rec.of('beforeTool')[0]!.payload as BeforeToolPayload;
     expect(payload.toolCall).toEqual({ id: 'call-1', name: 'increment', arguments: { by: 3 } });
     expect(payload.tool).toBe(incrementTool);
   });
 
   it('rules 74, 76: afterTool gets { toolCall, tool, result, success, durationMs } with the same call id, on success and on failure', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
-    const broken = defineTool({
-      name: 'broken',
-      description: 'always fails',
-      inputSchema: z.object({}),
-      execute: () => {
-        throw new Error('disk on fire');
-      },
-    });
+    const broken = bareTool('broken', 'always fails', throwing('disk on fire'));
     const agent = counterAgent(
       [
         {
@@ -42,7 +31,7 @@ describe('tool hooks (section 1.5)', () => {
       ],
       { tools: [incrementTool, broken] },
     );
-    const result = await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const { result, rec } = await recordedRun(agent);
     expect(result.status).toBe('completed');
     const afters = rec.of('afterTool').map((c) => c.payload as AfterToolPayload);
     const ok = afters.find((a) => a.toolCall.id === 'a')!;
@@ -59,9 +48,7 @@ describe('tool hooks (section 1.5)', () => {
   });
 
   it('rule 75 / D3: each call fires beforeTool → onStateChange → onMessage → afterTool', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder({ points: ['beforeTool', 'onStateChange', 'onMessage', 'afterTool'] });
-    await (await executor.execute(counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('x')]), 'go', { hooks: rec.hooks })).result();
+    const { rec } = await recordedRun(counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('x')]), { points: ['beforeTool', 'onStateChange', 'onMessage', 'afterTool'] });
     expect(rec.calls.map(point)).toEqual([
       'onMessage:user',
       'onMessage:assistant',
@@ -75,8 +62,6 @@ describe('tool hooks (section 1.5)', () => {
   });
 
   it('rule 77 / D3: the tools of one step run in parallel, and the canonical order holds per call', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder({ points: ['beforeTool', 'onStateChange', 'onMessage', 'afterTool'] });
     const running = new Set<string>();
     let maxConcurrent = 0;
     const sleepy = defineTool({
@@ -105,7 +90,7 @@ describe('tool hooks (section 1.5)', () => {
       { tools: [sleepy] },
     );
     const started = Date.now();
-    const result = await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const { result, rec } = await recordedRun(agent, { points: ['beforeTool', 'onStateChange', 'onMessage', 'afterTool'] });
     expect(Date.now() - started).toBeLessThan(200);
     expect(maxConcurrent).toBe(2);
     // Parallel state folds compose: both writes survive.
@@ -163,8 +148,6 @@ describe('tool hooks (section 1.5)', () => {
   });
 
   it('a tool outputSchema validates the result; a mismatch is a tool_invalid_output error result', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
     const liar = defineTool({
       name: 'liar',
       description: 'returns the wrong shape',
@@ -172,23 +155,15 @@ describe('tool hooks (section 1.5)', () => {
       outputSchema: z.object({ n: z.number() }),
       execute: () => ({ n: 'not a number' }) as unknown as { n: number },
     });
-    await (await executor.execute(counterAgent([{ toolCalls: [{ name: 'liar', args: {} }] }, finish('x')], { tools: [liar] }), 'go', { hooks: rec.hooks })).result();
+    const { rec } = await recordedRun(counterAgent([{ toolCalls: [{ name: 'liar', args: {} }] }, finish('x')], { tools: [liar] }));
     const after = rec.of('afterTool')[0]!.payload as AfterToolPayload;
     expect(after.success).toBe(false);
     expect(after.error?.code).toBe('tool_invalid_output');
   });
 
   it('rule 5: a throwing beforeTool fails the run (hook_failed) and afterTool does not fire for that call (D4)', async () => {
-    const { executor } = setup();
-    const rec = createHookRecorder();
-    const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('x')], {
-      hooks: {
-        beforeTool: () => {
-          throw new Error('nope');
-        },
-      },
-    });
-    const result = await (await executor.execute(agent, 'go', { hooks: rec.hooks })).result();
+    const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('x')], { hooks: { beforeTool: throwing('nope') } });
+    const { result, rec } = await recordedRun(agent);
     expect(result.status).toBe('failed');
     expect(result.error).toMatchObject({ code: 'hook_failed', details: { hook: 'beforeTool' } });
     expect(result.state.count).toBe(0);
@@ -199,17 +174,12 @@ describe('tool hooks (section 1.5)', () => {
   it('a tool context offers getState, updateState, emitCustom and an abortSignal', async () => {
     const { executor, streamManager } = setup();
     const seen: unknown[] = [];
-    const probe = defineTool({
-      name: 'probe',
-      description: 'looks around',
-      inputSchema: z.object({}),
-      execute: async (_input, ctx) => {
-        seen.push(ctx.getState<Counter>().count, ctx.abortSignal.aborted, ctx.toolCallId, ctx.stepCount);
-        ctx.updateState<Counter>((d) => void (d.count = 7));
-        seen.push(ctx.getState<Counter>().count);
-        await ctx.emitCustom('probe.done', { ok: true });
-        return 'ok';
-      },
+    const probe = bareTool('probe', 'looks around', async (_input, ctx) => {
+      seen.push(ctx.getState<Counter>().count, ctx.abortSignal.aborted, ctx.toolCallId, ctx.stepCount);
+      ctx.updateState<Counter>((d) => void (d.count = 7));
+      seen.push(ctx.getState<Counter>().count);
+      await ctx.emitCustom('probe.done', { ok: true });
+      return 'ok';
     });
     const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'probe', args: {}, id: 'p1' }] }, finish('x')], { tools: [probe] }), 'go', {
       initialState: { count: 2 },

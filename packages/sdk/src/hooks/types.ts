@@ -17,23 +17,31 @@ export type EmittableChunk =
  */
 export type Draft<T> = { -readonly [K in keyof T]: Draft<T[K]> };
 
-/** The context every hook receives: who is running, the state, and the stream. */
-export interface HookContext<TState = unknown, TOutput = unknown> {
+/** Which run this is: of which agent, in which session. */
+export interface RunIdentity {
   readonly sessionId: string;
   /** The executing run. */
   readonly runId: string;
   /** The agent's name. */
   readonly agentType: string;
-  readonly streamId: string;
-  /** Steps completed by this run: the 0-based index of the current step. */
-  readonly stepCount: number;
   /** The parent's session id, for sub-agents. */
   readonly parentSessionId?: string;
-  /** Aborted when the run is stopped. */
-  readonly abortSignal: AbortSignal;
+}
+
+/** Whom and what a run is for, as `execute()` was given them: every hook sees them (rule 123). */
+export interface RunAttribution {
   readonly userId?: string;
   readonly tags?: readonly string[];
   readonly metadata?: Readonly<Record<string, string>>;
+}
+
+/** The context every hook receives: who is running, the state, and the stream. */
+export interface HookContext<TState = unknown, TOutput = unknown> extends RunIdentity, RunAttribution {
+  readonly streamId: string;
+  /** Steps completed by this run: the 0-based index of the current step. */
+  readonly stepCount: number;
+  /** Aborted when the run is stopped. */
+  readonly abortSignal: AbortSignal;
   /**
    * Stable across recoveries and retries of the same work: `runId:step:callId|-:hookPoint`. A hook with
    * side effects outside helix state can use it to make them idempotent.

@@ -16,7 +16,7 @@ import {
   type ToolResultMessage,
   type HookSource,
 } from '../index.js';
-import { createHookRecorder } from '../testing/index.js';
+import { createHookRecorder, type ScriptedToolCall } from '../testing/index.js';
 import { counterAgent, finish, incrementTool, setup } from '../__tests__/harness.js';
 import {
   alwaysConfirm,
@@ -46,6 +46,9 @@ function writeFileTool() {
   return { tool, written };
 }
 
+/** A write_file call of the model, with its call id. */
+const writeCall = (id: string, path: string, content = ''): ScriptedToolCall => ({ name: 'write_file', args: { path, content }, id });
+
 const decisions = (chunks: readonly StreamChunk[]) => chunks.filter((c): c is HookDecisionChunk => c.type === 'hook_decision');
 const confirmations = (chunks: readonly StreamChunk[]) =>
   chunks.filter((c): c is CustomChunk => c.type === 'custom' && c.eventName === TOOL_CONFIRMATION_EVENT).map((c) => c.data as ToolConfirmationEvent);
@@ -71,9 +74,9 @@ describe('createConfirmationHook', () => {
       [
         {
           toolCalls: [
-            { name: 'write_file', args: { path: 'a.txt', content: 'x' }, id: 'w1' },
+            writeCall('w1', 'a.txt', 'x'),
             { name: 'increment', args: { by: 2 }, id: 'i1' },
-            { name: 'write_file', args: { path: 'b.txt', content: 'y' }, id: 'w2' },
+            writeCall('w2', 'b.txt', 'y'),
           ],
         },
         finish('done'),
@@ -160,18 +163,7 @@ describe('createConfirmationHook', () => {
     const hookManager = createHookManager(createToolGuard({ argumentRules: [{ tool: 'write_file', path: 'path', deny: [/\.env$/] }] }), { onError: guardPolicy }).register(
       createConfirmationHook({ strategies: { write_file: programmaticStrategy((call) => (asked.push(call.id), { decision: 'confirm' })) } }),
     );
-    const agent = counterAgent(
-      [
-        {
-          toolCalls: [
-            { name: 'write_file', args: { path: 'config/.env', content: 'SECRET=1' }, id: 'bad' },
-            { name: 'write_file', args: { path: 'notes.txt', content: 'hi' }, id: 'good' },
-          ],
-        },
-        finish('ok'),
-      ],
-      { tools: [tool] },
-    );
+    const agent = counterAgent([{ toolCalls: [writeCall('bad', 'config/.env', 'SECRET=1'), writeCall('good', 'notes.txt', 'hi')] }, finish('ok')], { tools: [tool] });
     const handle = await executor.execute(agent, 'go', { hookManager });
     expect((await handle.result()).status).toBe('completed');
     expect(asked).toEqual(['good']);
@@ -188,7 +180,7 @@ describe('createConfirmationHook', () => {
     const hookManager = createHookManager(toolGuard, { onError: guardPolicy })
       .register(createConfirmationHook({ strategies: { write_file: programmaticStrategy(() => ({ decision: 'modify', input: { path: '.env', content: 'oops' } })) } }))
       .register(toolGuard, { onError: guardPolicy });
-    const agent = counterAgent([{ toolCalls: [{ name: 'write_file', args: { path: 'notes.txt', content: 'hi' }, id: 'w' }] }, finish('ok')], { tools: [tool] });
+    const agent = counterAgent([{ toolCalls: [writeCall('w', 'notes.txt', 'hi')] }, finish('ok')], { tools: [tool] });
     const handle = await executor.execute(agent, 'go', { hookManager });
     expect((await handle.result()).status).toBe('completed');
     expect(written).toEqual([]);
@@ -202,7 +194,7 @@ describe('createConfirmationHook', () => {
     const { executor } = setup();
     const { tool, written } = writeFileTool();
     const hook = createConfirmationHook({ strategies: { write_file: programmaticStrategy(() => ({ decision: 'confirm', toolCallId: 'someone-else' })) } });
-    const agent = counterAgent([{ toolCalls: [{ name: 'write_file', args: { path: 'x', content: '' }, id: 'mine' }] }, finish('ok')], { tools: [tool] });
+    const agent = counterAgent([{ toolCalls: [writeCall('mine', 'x')] }, finish('ok')], { tools: [tool] });
     const result = await (await executor.execute(agent, 'go', { hookManager: createHookManager(hook) })).result();
     expect(result.status).toBe('failed');
     expect(result.error).toMatchObject({ code: 'hook_failed', details: { toolCallId: 'mine', answeredFor: 'someone-else' } });
@@ -217,18 +209,7 @@ describe('createConfirmationHook', () => {
         write_file: programmaticStrategy((call) => (call.id === 'a' ? ({ decision: 'maybe' } as never) : ({ decision: 'modify' } as never))),
       },
     });
-    const agent = counterAgent(
-      [
-        {
-          toolCalls: [
-            { name: 'write_file', args: { path: 'x', content: '' }, id: 'a' },
-            { name: 'write_file', args: { path: 'y', content: '' }, id: 'b' },
-          ],
-        },
-        finish('ok'),
-      ],
-      { tools: [tool] },
-    );
+    const agent = counterAgent([{ toolCalls: [writeCall('a', 'x'), writeCall('b', 'y')] }, finish('ok')], { tools: [tool] });
     const handle = await executor.execute(agent, 'go', { hookManager: createHookManager(hook, { onError: guardPolicy }) });
     expect((await handle.result()).status).toBe('completed');
     expect(written).toHaveLength(0);
@@ -355,7 +336,7 @@ describe('terminalPrompt (PassThrough streams)', () => {
     const { tool, written } = writeFileTool();
     const t = terminal();
     t.input.write('e\n{"path":"ok.txt","content":"typed"}\n');
-    const agent = counterAgent([{ toolCalls: [{ name: 'write_file', args: { path: '/etc/passwd', content: 'x' }, id: 'w' }] }, finish('ok')], { tools: [tool] });
+    const agent = counterAgent([{ toolCalls: [writeCall('w', '/etc/passwd', 'x')] }, finish('ok')], { tools: [tool] });
     const handle = await executor.execute(agent, 'go', { hookManager: createHookManager(createConfirmationHook({ strategies: { write_file: t.strategy } })) });
     expect((await handle.result()).status).toBe('completed');
     expect(written).toEqual([{ path: 'ok.txt', content: 'typed' }]);

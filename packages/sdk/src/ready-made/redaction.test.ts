@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createHookManager, defineTool, guardPolicy, type CustomChunk, type HookDecisionChunk, type Message, type ToolResultMessage } from '../index.js';
 import { createScriptedModel } from '../testing/index.js';
-import { setup, textAgent } from '../__tests__/harness.js';
+import { setup, textAgent, throwing } from '../__tests__/harness.js';
 import { createRedactionHook, createRedactor, ibanCheck, luhnCheck, REDACTION_EVENT, type RedactionEvent } from './redaction.js';
 
 const OPENAI_KEY = 'sk-proj-4fG7hJ2kL9mN3pQ8rS1tV6wX0yZ5aB';
@@ -174,15 +174,7 @@ describe('createRedactionHook in a run', () => {
     const { executor } = setup();
     const model = createScriptedModel([{ text: 'never' }]);
     const exploding = createRedactionHook({
-      patterns: [
-        {
-          kind: 'boom',
-          pattern: /boom/,
-          validate: () => {
-            throw new Error('redactor bug');
-          },
-        },
-      ],
+      patterns: [{ kind: 'boom', pattern: /boom/, validate: throwing('redactor bug') }],
     });
     const result = await (await executor.execute(textAgent([], { llmConfig: { model } }), 'boom', { hookManager: createHookManager(exploding, { onError: guardPolicy }) })).result();
     expect(model.calls).toHaveLength(0);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError, createHookManager, defineTool, guardPolicy, type AfterToolPayload, type HookDecisionChunk, type ToolResultMessage } from '../index.js';
 import { createHookRecorder } from '../testing/index.js';
-import { counterAgent, finish, incrementTool, setup } from '../__tests__/harness.js';
+import { counterAgent, finish, incrementTool, setup, throwing } from '../__tests__/harness.js';
 import { compileToolGuard, createToolGuard, pathInside } from './tool-guard.js';
 
 describe('compileToolGuard (pure decisions)', () => {
@@ -152,9 +152,7 @@ describe('createToolGuard in a run', () => {
 
   it('with guardPolicy, a matcher that throws blocks the call (block-tool) instead of letting it run', async () => {
     const { executor, stateStore } = setup();
-    const explode = (): boolean => {
-      throw new Error('policy store unreachable');
-    };
+    const explode = throwing('policy store unreachable');
     const agent = counterAgent([{ toolCalls: [{ name: 'write_file', args: { path: 'a' }, id: 'w' }] }, finish('ok')], { tools: [writeFile] });
     const handle = await executor.execute(agent, 'go', {
       hookManager: createHookManager(createToolGuard({ argumentRules: [{ tool: '*', path: 'path', deny: [explode] }] }), { onError: guardPolicy }),

@@ -2,20 +2,33 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { HookStoreError } from './errors.js';
 import type { FileStore, JsonValue, KVStore } from './ports.js';
 
-/** How the kv conformance suite gets fresh stores. */
-export interface KVStoreConformanceOptions {
+/** How a hook store conformance suite gets fresh stores. */
+export interface HookStoreConformanceOptions<TStore> {
   readonly name: string;
   /** A new, empty store for each test. */
-  readonly create: () => KVStore | Promise<KVStore>;
-  readonly destroy?: (store: KVStore) => void | Promise<void>;
+  readonly create: () => TStore | Promise<TStore>;
+  readonly destroy?: (store: TStore) => void | Promise<void>;
 }
 
+/** How the kv conformance suite gets fresh stores. */
+export type KVStoreConformanceOptions = HookStoreConformanceOptions<KVStore>;
+
 /** How the file conformance suite gets fresh stores. */
-export interface FileStoreConformanceOptions {
-  readonly name: string;
-  /** A new, empty store for each test. */
-  readonly create: () => FileStore | Promise<FileStore>;
-  readonly destroy?: (store: FileStore) => void | Promise<void>;
+export type FileStoreConformanceOptions = HookStoreConformanceOptions<FileStore>;
+
+/** The suite `<kind> conformance: <name>`; its tests call `fresh()` for a new store, destroyed after the test. */
+function describeStoreSuite<TStore>(kind: string, options: HookStoreConformanceOptions<TStore>, tests: (fresh: () => Promise<TStore>) => void): void {
+  describe(`${kind} conformance: ${options.name}`, () => {
+    const made: TStore[] = [];
+    afterEach(async () => {
+      for (const store of made.splice(0)) await options.destroy?.(store);
+    });
+    tests(async () => {
+      const store = await options.create();
+      made.push(store);
+      return store;
+    });
+  });
 }
 
 async function expectStoreError(promise: Promise<unknown>, code: string): Promise<void> {
@@ -29,17 +42,7 @@ async function expectStoreError(promise: Promise<unknown>, code: string): Promis
 
 /** The behaviour every {@link KVStore} must have (memory, SQLite, ...). */
 export function runKVStoreConformance(options: KVStoreConformanceOptions): void {
-  describe(`KVStore conformance: ${options.name}`, () => {
-    const made: KVStore[] = [];
-    const fresh = async (): Promise<KVStore> => {
-      const store = await options.create();
-      made.push(store);
-      return store;
-    };
-    afterEach(async () => {
-      for (const store of made.splice(0)) await options.destroy?.(store);
-    });
-
+  describeStoreSuite('KVStore', options, (fresh) => {
     it('stores JSON values and returns copies', async () => {
       const kv = await fresh();
       expect(await kv.get('a', 'missing')).toBeUndefined();
@@ -95,17 +98,7 @@ const decode = (value: Uint8Array | undefined): string | undefined => (value ===
 
 /** The behaviour every {@link FileStore} must have (memory, SQLite, ...). */
 export function runFileStoreConformance(options: FileStoreConformanceOptions): void {
-  describe(`FileStore conformance: ${options.name}`, () => {
-    const made: FileStore[] = [];
-    const fresh = async (): Promise<FileStore> => {
-      const store = await options.create();
-      made.push(store);
-      return store;
-    };
-    afterEach(async () => {
-      for (const store of made.splice(0)) await options.destroy?.(store);
-    });
-
+  describeStoreSuite('FileStore', options, (fresh) => {
     it('writes, reads and replaces files, keeping createdAt and replacing metadata', async () => {
       const files = await fresh();
       expect(await files.read('b', 'missing.txt')).toBeUndefined();

@@ -2,8 +2,9 @@
 // argv: <db path> <role: a | b | open | crash> <steps per own session>. `open` only opens (migrates) the file and
 // reports what it applied; `crash` commits steps until the parent kills it.
 import { AgentError, RunSupersededError } from '@helix-agents/sdk';
-import type { Message, StateStore } from '@helix-agents/sdk';
+import type { BeginRunRequest, Message, StateStore } from '@helix-agents/sdk';
 import { openSqliteStores } from '../open.js';
+import { beginRequest } from './begin-request.js';
 
 const [path, role, stepsText] = process.argv.slice(2) as [string, 'a' | 'b' | 'open' | 'crash', string];
 const steps = Number(stepsText);
@@ -20,19 +21,14 @@ function rows(tag: string): Message[] {
   return Array.from({ length: ROWS }, (_, j) => ({ role: 'assistant' as const, content: `${tag}:${j}` }));
 }
 
-function begin(sessionId: string, runId: string) {
-  return {
-    sessionId,
-    runId,
-    agentType: 'agent',
-    signal: 'start' as const,
+/** K1 of one of this process's runs: its own lease, on the wall clock. */
+function begin(sessionId: string, runId: string): BeginRunRequest {
+  return beginRequest(sessionId, runId, {
     initialState: { n: 0 },
-    newTurn: { turnId: `turn-${runId}`, input: [{ role: 'user' as const, content: 'go' }] },
+    newTurn: { turnId: `turn-${runId}`, input: [{ role: 'user', content: 'go' }] },
     startedAt: Date.now(),
     leaseOwner: `process-${role}`,
-    leaseMs: 60_000,
-    options: {},
-  };
+  });
 }
 
 const yieldNow = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

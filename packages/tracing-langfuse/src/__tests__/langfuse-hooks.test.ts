@@ -12,7 +12,7 @@ import {
   type AgentDefinition,
   type AgentHooks,
 } from '@helix-agents/sdk';
-import { createScriptedModel, type ScriptedStep, type ScriptedStepObject } from '@helix-agents/sdk/testing';
+import { createGate, createScriptedModel, type ScriptedStep, type ScriptedStepObject } from '@helix-agents/sdk/testing';
 import { createLangfuseHooks, type LangfuseHooksOptions } from '../index.js';
 import { json, startOtlpSink, traceOf, type ReceivedSpan } from './otlp-sink.js';
 
@@ -300,14 +300,13 @@ describe('createLangfuseHooks against a local OTLP endpoint', () => {
     expect(after.isRecording()).toBe(false);
     expect(tracerProvider.getTracer('x').startSpan('x').isRecording()).toBe(true);
 
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const gate = createGate();
     const wait = defineTool({
       name: 'wait',
       description: 'waits',
       inputSchema: z.object({}),
       execute: async () => {
-        await gate;
+        await gate.opened;
         return 'ok';
       },
     });
@@ -316,7 +315,7 @@ describe('createLangfuseHooks against a local OTLP endpoint', () => {
     await shutdown();
     const open = sink.spans.filter((s) => s.attributes['helix.span.abandoned'] === true).map((s) => s.name);
     expect(open.sort()).toEqual(['execute_tool wait', 'invoke_agent my-agent']);
-    release();
+    gate.open();
     expect((await handle.result()).status).toBe('completed');
   });
 });

@@ -1,6 +1,7 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import { InMemoryStateStore, defineTool, type AgentHooks, type Commit, type CommitReceipt } from '@helix-agents/sdk';
+import { createGate } from '@helix-agents/sdk/testing';
 import { z } from 'zod';
 import { createOtelHooks, type SpanLifecycleEvent } from '../index.js';
 import { agent, finish, interval, isChildOf, memoryTracing, named, only, setup, status, tool } from './harness.js';
@@ -11,11 +12,10 @@ describe('createOtelHooks: the span tree of a run', () => {
     const tracing = createOtelHooks({ tracerProvider: provider, captureContent: true });
     // The two calls wait for each other, so they are provably in flight at the same time.
     let arrived = 0;
-    let releaseBoth!: () => void;
-    const bothStarted = new Promise<void>((resolve) => (releaseBoth = resolve));
+    const bothStarted = createGate();
     const meet = async (q: string) => {
-      if (++arrived === 2) releaseBoth();
-      await bothStarted;
+      if (++arrived === 2) bothStarted.open();
+      await bothStarted.opened;
       // Stay open together well past the SDK's clock granularity: it stamps a span's start with Date.now()
       // (whole milliseconds) and its end from performance.now(), so an overlap under 1 ms is not observable.
       await new Promise((r) => setTimeout(r, 5));
@@ -291,10 +291,9 @@ describe('createOtelHooks: terminal hooks that come late, supersede, sub-agents,
   it('a superseded run: status superseded with an event naming the run that took over, no error status', async () => {
     const { provider, spans } = memoryTracing();
     const tracing = createOtelHooks({ tracerProvider: provider });
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const gate = createGate();
     const slow = tool('slow', async () => {
-      await gate;
+      await gate.opened;
       return 'late';
     });
     const { executor } = setup();
@@ -305,7 +304,7 @@ describe('createOtelHooks: terminal hooks that come late, supersede, sub-agents,
     await new Promise((r) => setTimeout(r, 20));
     const b = await executor.execute(agent([finish('b')]), 'second', { sessionId: 'busy', hooks: tracing.hooks });
     await b.result();
-    release();
+    gate.open();
     expect((await a.result()).status).toBe('superseded');
     const runA = named(spans(), 'invoke_agent').find((s) => s.attributes['helix.run.id'] === a.runId)!;
     expect(runA.attributes['helix.run.status']).toBe('superseded');
@@ -407,14 +406,13 @@ describe('createOtelHooks: safety and bookkeeping', () => {
   it('endOpenSpans closes the spans of runs still in flight (shutdown) and marks them abandoned', async () => {
     const { provider, spans } = memoryTracing();
     const tracing = createOtelHooks({ tracerProvider: provider });
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const gate = createGate();
     const { executor } = setup();
     const handle = await executor.execute(
       agent([{ toolCalls: [{ name: 'wait', args: { q: 'x' } }] }, finish('x')], {
         tools: [
           tool('wait', async () => {
-            await gate;
+            await gate.opened;
             return 'ok';
           }),
         ],
@@ -428,7 +426,7 @@ describe('createOtelHooks: safety and bookkeeping', () => {
     const closed = spans();
     expect(only(closed, 'execute_tool wait').attributes['helix.span.abandoned']).toBe(true);
     expect(only(closed, 'invoke_agent researcher').attributes['helix.span.abandoned']).toBe(true);
-    release();
+    gate.open();
     expect((await handle.result()).status).toBe('completed');
     // What the run did after the shutdown still hangs under its (ended) run span, not under a new run.
     expect(named(spans(), 'invoke_agent')).toHaveLength(1);
