@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Draft } from './hooks/types.js';
+import type { Draft, RunAttribution } from './hooks/types.js';
 import { ConfigError } from './errors.js';
 import type { AgentHooks } from './hooks/types.js';
 import type { HookManager, HookMap } from './hooks/manager.js';
@@ -11,7 +11,7 @@ export const FINISH_TOOL_NAME = '__finish__';
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** What a tool's `execute` receives besides its input. */
-export interface ToolContext {
+export interface ToolContext extends RunAttribution {
   readonly sessionId: string;
   readonly runId: string;
   readonly agentType: string;
@@ -21,9 +21,6 @@ export interface ToolContext {
   readonly stepCount: number;
   /** Aborted when the run is stopped or superseded; pass it to fetch and friends. */
   readonly abortSignal: AbortSignal;
-  readonly userId?: string;
-  readonly tags?: readonly string[];
-  readonly metadata?: Readonly<Record<string, string>>;
   /** A read-only snapshot of the custom state. */
   getState<TState = unknown>(): TState;
   /** Changes custom state through an Immer draft; the write persists with this call's result. */

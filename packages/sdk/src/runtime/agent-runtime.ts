@@ -1,5 +1,5 @@
 import type { AgentConfig } from '../define.js';
-import type { AgentHooks } from '../hooks/types.js';
+import type { AgentHooks, RunAttribution } from '../hooks/types.js';
 import type { HookManager } from '../hooks/manager.js';
 import type { CheckpointInfo, RunRecord, SessionSnapshot } from '../store.js';
 import type { StreamChunk, StreamReadOptions } from '../stream.js';
@@ -7,12 +7,9 @@ import type { UsageRollup, UsageStore } from '../usage.js';
 import type { AgentResult } from './result.js';
 
 /** Per-run options of `execute()`. */
-export interface ExecuteOptions<TState = unknown, TOutput = unknown> {
+export interface ExecuteOptions<TState = unknown, TOutput = unknown> extends RunAttribution {
   /** Run in this session (a new one is created when absent); a second execute on a session starts a new turn and supersedes a run still going. */
   readonly sessionId?: string;
-  readonly userId?: string;
-  readonly tags?: readonly string[];
-  readonly metadata?: Readonly<Record<string, string>>;
   /** Execution-level hooks; they run after the agent's own hooks (and after `hookManager`'s). */
   readonly hooks?: AgentHooks<TState, TOutput>;
   /** Execution-level hooks as a manager (e.g. from `composeHookManagers`). */
@@ -49,10 +46,7 @@ export interface AgentHandle<TState = unknown, TOutput = unknown> {
 }
 
 /** Per-run options of resume(), retry(), send() and the answer entry points. */
-export interface RunCallOptions {
-  readonly userId?: string;
-  readonly tags?: readonly string[];
-  readonly metadata?: Readonly<Record<string, string>>;
+export interface RunCallOptions extends RunAttribution {
   readonly hooks?: AgentHooks;
   readonly hookManager?: HookManager;
   readonly usageStore?: UsageStore;

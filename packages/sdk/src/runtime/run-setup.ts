@@ -1,5 +1,6 @@
 import type { AgentConfig } from '../define.js';
 import type { HookManager } from '../hooks/manager.js';
+import type { RunAttribution } from '../hooks/types.js';
 import type { StateStore } from '../store.js';
 import type { StreamWriter } from '../stream.js';
 import type { UsageStore } from '../usage.js';
@@ -7,7 +8,7 @@ import type { AuditHooks } from './hook-dispatch.js';
 import type { Logger } from './logger.js';
 
 /** Everything a run needs that does not change while it runs. */
-export interface RunSetup {
+export interface RunSetup extends RunAttribution {
   readonly agent: AgentConfig<unknown, unknown>;
   readonly hooks: HookManager<unknown, unknown>;
   readonly stateStore: StateStore;
@@ -21,9 +22,6 @@ export interface RunSetup {
   /** The run's lease generation: commits are fenced by it. */
   readonly epoch: number;
   readonly parentSessionId?: string;
-  readonly userId?: string;
-  readonly tags?: readonly string[];
-  readonly metadata?: Readonly<Record<string, string>>;
   readonly abort: AbortController;
   readonly strictTerminalHooks: boolean;
   /** Which hook invocations write a `hook_decision` chunk. */
