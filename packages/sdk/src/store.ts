@@ -7,13 +7,13 @@ import type { UsageEntry } from './usage.js';
 export type RunStatus = 'running' | 'completed' | 'failed' | 'interrupted' | 'superseded' | 'suspended';
 
 /**
- * The kinds of commit of ARCHITECTURE.md: K1 run start, K2 turn start, K3 step, K4 suspension, K5
- * terminal; `resume` records the answers a resumed run delivered (client tool results, approved or
- * rejected calls, children's outcomes) before its first model call.
+ * The kinds of commit: K1 run start, K2 turn start, K3 step, K4 suspension, K5 terminal; `resume`
+ * records the answers a resumed run delivered (client tool results, approved or rejected calls,
+ * children's outcomes) before its first model call.
  */
 export type CommitKind = 'run_start' | 'turn_start' | 'step' | 'resume' | 'suspension' | 'terminal';
 
-/** Why a run suspended (HOOK-RULES C17: an approval reports `client_tool`). */
+/** Why a run suspended (an approval suspension reports `client_tool`, with the calls awaiting a decision). */
 export type SuspensionReason = 'client_tool' | 'awaiting_children' | 'step_partial';
 
 /** A call a suspended run waits on. */
@@ -258,7 +258,9 @@ export interface CommitReceipt {
  * write from a run that is no longer the session's current run, or from an older epoch of it, with
  * {@link RunSupersededError} (`state_run_superseded`), and nothing of that write is applied.
  * Implementations: memory (here), SQLite and Postgres (their own packages); all pass
- * `runStateStoreConformance` from `@helix-agents/sdk/conformance`.
+ * `runStateStoreConformance` from `@helix-agents/sdk/conformance`. What a write does is decided by the
+ * session rules (`planBeginRun`, `planCommit`, ... of `@helix-agents/sdk/store`); a store reads the
+ * records, asks the rules, and writes the plan atomically.
  */
 export interface StateStore {
   /** K1: begins a run (creates the session if needed, records the run, its lease and the new turn, fences out older runs). */
@@ -292,7 +294,7 @@ export interface StateStore {
   loadCheckpoint(sessionId: string, checkpointId: string): Promise<Checkpoint | undefined>;
 }
 
-/** The refusal of a K1 whose `expect` precondition does not hold (`state_conflict`); every store throws this one. */
+/** The refusal of a K1 whose `expect` precondition does not hold (`state_conflict`); the session rules refuse with this one. */
 export function stateConflictError(request: BeginRunRequest, currentRunId: string | undefined, status: string | undefined): AgentError {
   return new AgentError(
     'state_conflict',

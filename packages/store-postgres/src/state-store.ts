@@ -439,9 +439,8 @@ export class PostgresStateStore implements StateStore, UsageStore {
 
   async #beginRun(request: BeginRunRequest): Promise<BeginRunResult> {
     const sql = this.#sql;
-    let plan: BeginRunPlan<PostgresRestorePoint> | undefined;
     try {
-      const session = await transaction(this.pool, 'beginRun', async (client) => {
+      const { plan, session } = await transaction(this.pool, 'beginRun', async (client) => {
         const [locked] = await run<HeaderRow>(client, sql.beginLock, [
           request.sessionId,
           POSTGRES_SCHEMA_VERSION,
@@ -453,14 +452,12 @@ export class PostgresStateStore implements StateStore, UsageStore {
         if (!locked) throw new StateCommitError(`Session ${request.sessionId} could not be created.`);
         const header = Number(locked.version) === 0 ? undefined : toHeader(locked, this.schema);
         const decided = orThrow(planBeginRun(await this.#beginInput(client, header, request.restoreCheckpointId), request));
-        plan = decided;
         const [row] = await run<SessionRow>(client, sql.beginWrite, beginWriteValues(request, decided));
         if (!row) throw new StateCommitError(`Session ${request.sessionId} disappeared while run ${request.runId} began.`);
-        return toSession(row, this.schema);
+        return { plan: decided, session: toSession(row, this.schema) };
       });
-      const decided = plan!;
-      this.#keep(request.sessionId, { session: decided.session, run: decided.runHeader });
-      return beginRunResult(decided, session);
+      this.#keep(request.sessionId, { session: plan.session, run: plan.runHeader });
+      return beginRunResult(plan, session);
     } catch (error) {
       this.#headers.delete(request.sessionId);
       throw error;

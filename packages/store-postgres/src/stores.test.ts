@@ -4,7 +4,8 @@
 // notification and polling paths. The real two-process tests are in two-process.test.ts.
 import { runStateStoreConformance, runStreamManagerConformance, runUsageStoreConformance } from '@helix-agents/sdk/conformance';
 import { AgentError } from '@helix-agents/sdk';
-import type { StateStore, StreamChunk, StreamChunkInput, StreamManager, UsageStore } from '@helix-agents/sdk';
+import type { StreamChunk, StreamChunkInput, StreamManager, UsageStore } from '@helix-agents/sdk';
+import type { StateStore } from '@helix-agents/sdk/store';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import {

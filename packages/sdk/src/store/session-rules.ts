@@ -272,7 +272,8 @@ export interface BeginRunPlan<P extends RestorePoint = RestorePoint> {
  *
  * The plan: a new turn (its start not committed) or the current one; a rewind cuts the conversation,
  * drops later checkpoints and restores state, and when it goes back to before the turn's input rows it
- * discards the turn's start commit (startCommitted false, inputMessageIndex dropped); a previous run
+ * discards the turn's start commit (startCommitted false, inputMessageIndex dropped), so the run that
+ * follows owes the turn's start work again (docs/rules.md, rules 21 and 22); a previous run
  * still running is superseded and its journal dropped; the version grows by one, a `resumed` signal
  * counts a resume, the step count is kept, and the K1 sets the agent type.
  */
