@@ -95,7 +95,7 @@ export class InMemoryStateStore implements StateStore, UsageStore {
   async commit(commit: Commit): Promise<CommitReceipt> {
     const row = this.#sessions.get(commit.sessionId);
     const record = this.#runs.get(commit.runId);
-    const run = record && { ...record, committedSteps: this.#steps.get(commit.runId) ?? NO_STEPS };
+    const run = record && { runId: record.runId, status: record.status, epoch: record.epoch, stepCount: record.stepCount, committedSteps: this.#steps.get(commit.runId) ?? NO_STEPS };
     const plan = orThrow(planCommit({ session: row?.header, run }, commit));
     // Accepted: the rules refuse a commit without its session and run, so both exist from here on.
     const session = row!;
@@ -105,7 +105,8 @@ export class InMemoryStateStore implements StateStore, UsageStore {
     let checkpointId: string | undefined;
     if (plan.checkpoint) {
       checkpointId = `cp_${++this.#checkpointSeq}`;
-      session.checkpoints.push({ ...plan.checkpoint, checkpointId, state: session.state });
+      const { sessionId, runId, kind, stepCount, messageCount, createdAt } = plan.checkpoint;
+      session.checkpoints.push({ checkpointId, sessionId, runId, kind, stepCount, messageCount, createdAt, state: session.state });
     }
     if (commit.usage) for (const entry of commit.usage) this.#usage.push(entry);
     const journal = this.#journals.get(commit.runId);

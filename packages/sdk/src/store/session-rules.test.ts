@@ -371,6 +371,19 @@ describe('session rules: commits (K2–K5)', () => {
     expect(applyRunChange(record, plan.run, plan.runPatch)).toEqual({ ...record, status: 'failed', endedAt: T0 + 10, output: { a: 1 }, error });
   });
 
+  it('a JSON null output is an output: the terminal commit records it', () => {
+    const plan = ok(planCommit({ session: header(), run: running() }, commit({ kind: 'terminal', stepIndex: undefined, runStatus: 'completed', output: null })));
+    expect(plan.runPatch).toEqual({ status: 'completed', endedAt: T0 + 10, output: null });
+    const record: RunRecord = { runId: 'r1', sessionId: 's1', turnId: 't', agentType: 'agent', status: 'running', signal: 'start', startedAt: T0, stepCount: 2, epoch: 1, leaseOwner: 'p1', leaseExpiresAt: T0 + 1, options: {}, output: 'earlier' };
+    expect(applyRunChange(record, plan.run, plan.runPatch)).toEqual({ ...record, status: 'completed', endedAt: T0 + 10, output: null });
+  });
+
+  it('a plain step changes only the step count of the run record', () => {
+    const plan = ok(planCommit({ session: header(), run: running() }, commit()));
+    const record: RunRecord = { runId: 'r1', sessionId: 's1', turnId: 't', agentType: 'agent', status: 'running', signal: 'start', startedAt: T0, stepCount: 2, epoch: 1, leaseOwner: 'p1', leaseExpiresAt: T0 + 1, options: { input: 'x' }, output: 1, error: { code: 'c', layer: 'run', severity: 'error', message: 'm', retryable: false } };
+    expect(applyRunChange(record, plan.run, plan.runPatch)).toEqual({ ...record, stepCount: 3 });
+  });
+
   it('a run that is no longer running after a commit fails the fence of its next commit', () => {
     const first = ok(planCommit({ session: header(), run: running() }, commit({ kind: 'terminal', stepIndex: undefined, runStatus: 'completed' })));
     refused(planCommit({ session: first.session, run: first.run }, commit({ stepIndex: 2 })), 'superseded', 'state_run_superseded');

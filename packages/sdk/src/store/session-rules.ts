@@ -172,7 +172,11 @@ export function hasStep(steps: StepSet, step: number): boolean {
 /** A new set: `steps` with `step` added (extending the last range in the usual, in-order case). */
 export function withStep(steps: StepSet, step: number): StepSet {
   const last = steps.at(-1);
-  if (last && step === last[1] + 1) return [...steps.slice(0, -1), [last[0], step]];
+  if (last && step === last[1] + 1) {
+    const extended = steps.slice();
+    extended[extended.length - 1] = [last[0], step];
+    return extended;
+  }
   const all = [...steps, [step, step] as const].sort((a, b) => a[0] - b[0]);
   const merged: [number, number][] = [];
   for (const [lo, hi] of all) {
@@ -207,9 +211,13 @@ export interface FenceInput {
  * when it is not, else undefined.
  */
 export function checkFence(input: FenceInput, runId: string, epoch: number): Refusal | undefined {
-  const { run } = input;
-  if (input.currentRunId !== runId || !run || run.runId !== runId || run.epoch !== epoch || run.status !== 'running') {
-    return refuse('superseded', new RunSupersededError(input.sessionId, runId, input.currentRunId));
+  return fenceRefusal(input.sessionId, input.currentRunId, input.run, runId, epoch);
+}
+
+/** {@link checkFence} with its input spread out (the hot path of every commit allocates nothing for it). */
+function fenceRefusal(sessionId: string, currentRunId: string | undefined, run: RunFence | undefined, runId: string, epoch: number): Refusal | undefined {
+  if (currentRunId !== runId || !run || run.runId !== runId || run.epoch !== epoch || run.status !== 'running') {
+    return refuse('superseded', new RunSupersededError(sessionId, runId, currentRunId));
   }
   return undefined;
 }
@@ -413,76 +421,104 @@ export interface CommitPlan {
 export function planCommit(input: CommitInput, commit: Commit): Decision<CommitPlan> {
   const { session, run } = input;
   if (!session) return noSession(commit.sessionId);
-  const fenced = checkFence({ sessionId: session.sessionId, currentRunId: session.currentRunId, run }, commit.runId, commit.epoch);
+  const fenced = fenceRefusal(session.sessionId, session.currentRunId, run, commit.runId, commit.epoch);
   if (fenced || !run) return fenced ?? noRun(commit.runId);
   const isStep = commit.kind === 'step';
+  const stepIndex = commit.stepIndex;
   let committedSteps = run.committedSteps;
   if (isStep) {
-    if (commit.stepIndex === undefined || hasStep(committedSteps, commit.stepIndex)) {
-      return refuse('step_not_committable', new StateCommitError(`Step ${String(commit.stepIndex)} of run ${commit.runId} is already committed or has no index.`));
+    if (stepIndex === undefined || hasStep(committedSteps, stepIndex)) {
+      return refuse('step_not_committable', new StateCommitError(`Step ${String(stepIndex)} of run ${commit.runId} is already committed or has no index.`));
     }
-    committedSteps = withStep(committedSteps, commit.stepIndex);
+    committedSteps = withStep(committedSteps, stepIndex);
   }
-  const rows = commit.appendMessages ?? [];
+  const messages = commit.appendMessages ?? NO_ROWS;
   const at = session.messageCount;
-  const turnChanged = commit.kind === 'turn_start' && session.turn !== undefined;
-  const turn = turnChanged && session.turn ? { ...session.turn, startCommitted: true, inputMessageIndex: at } : session.turn;
-  const header: SessionHeader = {
-    ...session,
-    turn,
-    version: session.version + 1,
-    stepCount: session.stepCount + (isStep ? 1 : 0),
-    messageCount: at + rows.length,
-  };
+  const stepCount = session.stepCount + (isStep ? 1 : 0);
+  const messageCount = at + messages.length;
+  const turn = session.turn;
+  const turnChanged = commit.kind === 'turn_start' && turn !== undefined;
   const runPatch = patchOf(commit);
-  const after: CommittingRun = {
-    runId: run.runId,
-    epoch: run.epoch,
-    status: runPatch?.status ?? run.status,
-    stepCount: run.stepCount + (isStep ? 1 : 0),
-    committedSteps,
-  };
-  const dropJournal: JournalDrop | undefined =
-    commit.kind === 'terminal' ? { runId: run.runId, all: true } : isStep ? { runId: run.runId, all: false, throughStep: commit.stepIndex! } : undefined;
+  // Every field is written out (absent ones as undefined), so that plans share one shape: this runs on every
+  // step. Records are built field by field too: V8 copies `{ ...record, field: value }` slowly when a spread
+  // key is overridden, and the copy it makes is slow to copy again.
   return {
     ok: true,
-    session: header,
-    run: after,
-    ...(runPatch ? { runPatch } : {}),
-    append: { at, messages: rows },
-    ...(isStep ? { stepIndex: commit.stepIndex } : {}),
+    session: nextHeader(session, turnChanged ? startCommitted(turn, at) : turn, stepCount, messageCount),
+    run: { runId: run.runId, status: runPatch?.status ?? run.status, epoch: run.epoch, stepCount: run.stepCount + (isStep ? 1 : 0), committedSteps },
+    runPatch,
+    append: { at, messages },
+    stepIndex: isStep ? stepIndex : undefined,
     turnChanged,
-    ...(commit.checkpoint
-      ? {
-          checkpoint: {
-            sessionId: session.sessionId,
-            runId: commit.runId,
-            kind: commit.checkpoint,
-            stepCount: header.stepCount,
-            messageCount: header.messageCount,
-            createdAt: commit.committedAt,
-          },
-        }
-      : {}),
-    ...(dropJournal ? { dropJournal } : {}),
+    checkpoint:
+      commit.checkpoint === undefined
+        ? undefined
+        : { sessionId: session.sessionId, runId: commit.runId, kind: commit.checkpoint, stepCount, messageCount, createdAt: commit.committedAt },
+    dropJournal: commit.kind === 'terminal' ? { runId: run.runId, all: true } : isStep ? { runId: run.runId, all: false, throughStep: stepIndex! } : undefined,
   };
 }
 
-/** The run fields a commit sets, or undefined when it sets none. */
+const NO_ROWS: readonly Message[] = Object.freeze([]);
+
+/** The header after a commit: the version grows by one; the turn and counters are the commit's. */
+function nextHeader(session: SessionHeader, turn: TurnRecord | undefined, stepCount: number, messageCount: number): SessionHeader {
+  return {
+    sessionId: session.sessionId,
+    agentType: session.agentType,
+    ...(session.parentSessionId === undefined ? {} : { parentSessionId: session.parentSessionId }),
+    currentRunId: session.currentRunId,
+    turn,
+    version: session.version + 1,
+    stepCount,
+    messageCount,
+    resumeCount: session.resumeCount,
+  };
+}
+
+/** The turn with its start committed, its input rows from `inputMessageIndex` on. */
+function startCommitted(turn: TurnRecord, inputMessageIndex: number): TurnRecord {
+  return { turnId: turn.turnId, firstRunId: turn.firstRunId, input: turn.input, startCommitted: true, inputMessageIndex };
+}
+
+/** The run fields a commit sets, or undefined when it sets none (a plain step). */
 function patchOf(commit: Commit): RunPatch | undefined {
-  const patch: RunPatch = {
+  const terminal = commit.kind === 'terminal';
+  if (commit.runStatus === undefined && !terminal && commit.output === undefined && commit.error === undefined && commit.suspension === undefined) return undefined;
+  return {
     ...(commit.runStatus === undefined ? {} : { status: commit.runStatus }),
-    ...(commit.kind === 'terminal' ? { endedAt: commit.committedAt } : {}),
+    ...(terminal ? { endedAt: commit.committedAt } : {}),
     ...(commit.output === undefined ? {} : { output: commit.output }),
     ...(commit.error === undefined ? {} : { error: commit.error }),
     ...(commit.suspension === undefined ? {} : { suspension: commit.suspension }),
   };
-  return Object.keys(patch).length === 0 ? undefined : patch;
 }
 
 /** A run record with a commit's changes applied (its step count and the fields of the patch). */
 export function applyRunChange(record: RunRecord, run: Pick<CommittingRun, 'stepCount'>, patch: RunPatch | undefined): RunRecord {
-  return { ...record, stepCount: run.stepCount, ...(patch ?? {}) };
+  // A patch field that is present (a JSON `null` output included) replaces the record's.
+  const endedAt = patch?.endedAt !== undefined ? patch.endedAt : record.endedAt;
+  const output = patch?.output !== undefined ? patch.output : record.output;
+  const error = patch?.error !== undefined ? patch.error : record.error;
+  const suspension = patch?.suspension !== undefined ? patch.suspension : record.suspension;
+  // Field by field, not `{ ...record, stepCount }` (see planCommit).
+  return {
+    runId: record.runId,
+    sessionId: record.sessionId,
+    turnId: record.turnId,
+    agentType: record.agentType,
+    status: patch?.status !== undefined ? patch.status : record.status,
+    signal: record.signal,
+    startedAt: record.startedAt,
+    ...(endedAt === undefined ? {} : { endedAt }),
+    stepCount: run.stepCount,
+    ...(output === undefined ? {} : { output }),
+    ...(error === undefined ? {} : { error }),
+    epoch: record.epoch,
+    leaseOwner: record.leaseOwner,
+    leaseExpiresAt: record.leaseExpiresAt,
+    options: record.options,
+    ...(suspension === undefined ? {} : { suspension }),
+  };
 }
 
 /** The journal entries a commit keeps (for stores that hold the journal as a list). */
