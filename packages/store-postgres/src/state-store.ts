@@ -7,19 +7,22 @@ import type {
   BeginRunRequest,
   BeginRunResult,
   Checkpoint,
+  CheckpointDraft,
   CheckpointInfo,
   ClaimedRun,
   Commit,
   CommitPlan,
   CommitReceipt,
   CommittingRun,
+  JournalDrop,
   JournalEntry,
   JournalKind,
   RecoverableRun,
   RestorePoint,
+  RunHeader,
   RunLease,
   RunOptionsRecord,
-  RunHeader,
+  RunPatch,
   RunRecord,
   RunStatus,
   SessionHeader,
@@ -276,6 +279,13 @@ interface RunFenceRow {
   session_record_version: number | null;
 }
 
+/** What K1 reads under the session lock besides the session row. */
+interface BeginReadRow {
+  run_status: string | null;
+  run_step_count: number | null;
+  restore_count: number | null;
+}
+
 /** A session header with its current run, as a commit decides from it. */
 interface CommitBasis {
   readonly session: SessionHeader | undefined;
@@ -469,15 +479,12 @@ export class PostgresStateStore implements StateStore, UsageStore {
     const checkpointId = restoreId === undefined || restoreId === GENESIS_CHECKPOINT ? undefined : parseCheckpointId(restoreId);
     const currentRunId = session?.currentRunId;
     if (!session || (currentRunId === undefined && checkpointId === undefined)) return { session, currentRun: undefined };
-    const [read] = await run<{ run_status: string | null; run_step_count: number | null; restore_count: number | null }>(db, this.#sql.beginRead, [
-      session.sessionId,
-      currentRunId ?? null,
-      checkpointId ?? null,
-    ]);
+    const [read] = await run<BeginReadRow>(db, this.#sql.beginRead, [session.sessionId, currentRunId ?? null, checkpointId ?? null]);
     return {
       session,
-      currentRun: currentRunId !== undefined && read && read.run_status !== null ? { runId: currentRunId, status: read.run_status as RunStatus, stepCount: read.run_step_count ?? 0 } : undefined,
-      restorePoint: restoreId !== undefined && checkpointId !== undefined && read && read.restore_count !== null ? { checkpointId: restoreId, messageCount: read.restore_count, id: checkpointId } : undefined,
+      currentRun: currentRunId === undefined || !read || read.run_status === null ? undefined : { runId: currentRunId, status: read.run_status as RunStatus, stepCount: read.run_step_count ?? 0 },
+      // restoreId is set whenever checkpointId is.
+      restorePoint: checkpointId === undefined || !read || read.restore_count === null ? undefined : { checkpointId: restoreId!, messageCount: read.restore_count, id: checkpointId },
     };
   }
 
@@ -830,8 +837,7 @@ function beginWriteValues(request: BeginRunRequest, plan: BeginRunPlan<PostgresR
 
 /** The parameters of `commit`: the plan, and the fence and version it was decided from. */
 function commitValues(commit: Commit, basis: CommitBasis, plan: CommitPlan): unknown[] {
-  const { session, run: after, runPatch: patch, append, checkpoint, dropJournal: drop } = plan;
-  const usage = commit.usage !== undefined && commit.usage.length > 0 ? commit.usage : undefined;
+  const { session, run: after, append } = plan;
   return [
     commit.sessionId,
     commit.runId,
@@ -850,21 +856,33 @@ function commitValues(commit: Commit, basis: CommitBasis, plan: CommitPlan): unk
     append.at,
     append.messages.length > 0 ? JSON.stringify(append.messages) : null,
     after.stepCount,
-    patch?.status ?? null,
-    patch?.endedAt ?? null,
-    toJson(patch?.output),
-    toJson(patch?.error),
-    toJson(patch?.suspension),
-    checkpoint?.kind ?? null,
-    checkpoint?.stepCount ?? null,
-    checkpoint?.messageCount ?? null,
-    checkpoint?.createdAt ?? null,
-    usage ? JSON.stringify(usage) : null,
-    usage ? usage.map((e) => e.sessionId) : null,
-    usage ? usage.map((e) => e.runId) : null,
-    drop?.all ?? false,
-    drop && !drop.all ? drop.throughStep : null,
+    ...runPatchValues(plan.runPatch),
+    ...checkpointValues(plan.checkpoint),
+    ...usageValues(commit.usage),
+    ...journalDropValues(plan.dropJournal),
   ];
+}
+
+/** `commit` $18–$22: the run fields a commit sets (NULL keeps the stored value). */
+function runPatchValues(patch: RunPatch = {}): unknown[] {
+  return [patch.status ?? null, patch.endedAt ?? null, toJson(patch.output), toJson(patch.error), toJson(patch.suspension)];
+}
+
+/** `commit` $23–$26: the checkpoint to write (its kind NULL for none). */
+function checkpointValues(checkpoint: CheckpointDraft | undefined): unknown[] {
+  return checkpoint ? [checkpoint.kind, checkpoint.stepCount, checkpoint.messageCount, checkpoint.createdAt] : [null, null, null, null];
+}
+
+/** `commit` $27–$29: the usage entries, their sessions and runs. */
+function usageValues(usage: readonly UsageEntry[] | undefined): unknown[] {
+  if (usage === undefined || usage.length === 0) return [null, null, null];
+  return [JSON.stringify(usage), usage.map((e) => e.sessionId), usage.map((e) => e.runId)];
+}
+
+/** `commit` $30–$31: the run's journal entries to drop (all, or through a step). */
+function journalDropValues(drop: JournalDrop | undefined): unknown[] {
+  if (!drop) return [false, null];
+  return drop.all ? [true, null] : [false, drop.throughStep];
 }
 
 function toRun(row: RunRow, schema: string): RunRecord {

@@ -2,12 +2,15 @@ import { AgentError, StateCommitError } from '@helix-agents/sdk';
 import type { AgentErrorInfo, Message, UsageEntry, UsageFilter, UsageRollup, UsageStore } from '@helix-agents/sdk';
 import { beginRunResult, GENESIS_CHECKPOINT, NO_STEPS, orThrow, planBeginRun, planClaimRun, planCommit, planJournalAppend, planRenewLease, sessionSnapshot } from '@helix-agents/sdk/store';
 import type {
+  BeginRunInput,
+  BeginRunPlan,
   BeginRunRequest,
   BeginRunResult,
   Checkpoint,
   CheckpointInfo,
   ClaimedRun,
   Commit,
+  CommitPlan,
   CommitReceipt,
   CommittingRun,
   JournalEntry,
@@ -306,26 +309,32 @@ export class SqliteStateStore implements StateStore, UsageStore {
   // ---- the transactions (each runs inside BEGIN IMMEDIATE ... COMMIT) ----
 
   #doBeginRun(request: BeginRunRequest): BeginRunResult {
-    const q = this.#q;
-    const found = q.session.get(request.sessionId);
+    const found = this.#q.session.get(request.sessionId);
     if (found) this.#checkRecord('session', found.record_version);
     const head = found ? this.#head(found.sid) : undefined;
-    const current = found && found.current_run_id !== null ? q.runHeader.get(found.current_run_id) : undefined;
-    const restoreId = request.restoreCheckpointId;
-    const plan = orThrow(
-      planBeginRun(
-        {
-          session: found && head ? sessionHeader(found, head) : undefined,
-          currentRun: current && { runId: current.run_id, status: current.status, stepCount: runStepCount(current, head) },
-          restorePoint: found && restoreId !== undefined && restoreId !== GENESIS_CHECKPOINT ? this.#restorePoint(found.sid, restoreId) : undefined,
-        },
-        request,
-      ),
-    );
-    const sid = found ? found.sid : Number(q.insertSession.run(request.sessionId, SQLITE_RECORD_VERSION, request.agentType, request.parentSessionId ?? null).lastInsertRowid);
-    // The state row the session goes on from; NULL for a new session's first row, which holds the state itself.
+    const plan = orThrow(planBeginRun(this.#beginInput(found, head, request.restoreCheckpointId), request));
+    this.#writeBegin(request, plan, found?.sid, head);
+    return beginRunResult(plan, this.#snapshot(this.#q.session.get(request.sessionId)!));
+  }
+
+  /** What K1 decides from: the session's header, its current run, the checkpoint a rewind restores. */
+  #beginInput(found: SessionRow | undefined, head: HeadRow | undefined, restoreId: string | undefined): BeginRunInput<SqliteRestorePoint> {
+    if (!found || !head) return { session: undefined, currentRun: undefined };
+    const current = found.current_run_id === null ? undefined : this.#q.runHeader.get(found.current_run_id);
+    return {
+      session: sessionHeader(found, head),
+      currentRun: current && { runId: current.run_id, status: current.status, stepCount: runStepCount(current, head) },
+      restorePoint: restoreId === undefined || restoreId === GENESIS_CHECKPOINT ? undefined : this.#restorePoint(found.sid, restoreId),
+    };
+  }
+
+  /** Writes K1's plan: the session row (created if new), a rewind, the superseded run, the new run, and a commits row. */
+  #writeBegin(request: BeginRunRequest, plan: BeginRunPlan<SqliteRestorePoint>, existing: number | undefined, head: HeadRow | undefined): void {
+    const q = this.#q;
+    const { rewind, supersede, session, run } = plan;
+    const sid = existing ?? Number(q.insertSession.run(request.sessionId, SQLITE_RECORD_VERSION, request.agentType, request.parentSessionId ?? null).lastInsertRowid);
+    // The commits row holding the state the session goes on from; NULL for a new session's first row, which holds the state itself.
     let stateRef = head?.state_ref ?? null;
-    const { rewind, supersede, session } = plan;
     if (rewind) {
       // Later checkpoints stop being checkpoints (their rows stay: versions only grow).
       q.deleteMessages.run(sid, rewind.messageCount);
@@ -336,8 +345,7 @@ export class SqliteStateStore implements StateStore, UsageStore {
       q.supersedeRun.run(supersede.endedAt, supersede.stepCount, supersede.runId);
       q.dropJournal.run(supersede.runId);
     }
-    q.startSession.run(plan.run.runId, json(session.turn), session.agentType, session.resumeCount, sid);
-    const { run } = plan;
+    q.startSession.run(run.runId, json(session.turn), session.agentType, session.resumeCount, sid);
     q.insertRun.run(run.runId, SQLITE_RECORD_VERSION, run.sessionId, run.turnId, run.agentType, run.signal, run.startedAt, run.leaseOwner, run.leaseExpiresAt, JSON.stringify(run.options));
     // K1 is a write of the session too: it gets a commits row (the version moves, the new run's step set starts empty).
     // The session's first row holds the initial state, which is what a rewind to genesis restores.
@@ -356,7 +364,6 @@ export class SqliteStateStore implements StateStore, UsageStore {
       null,
       request.startedAt,
     );
-    return beginRunResult(plan, this.#snapshot(q.session.get(request.sessionId)!));
   }
 
   /** A checkpoint of the session a rewind can restore, with the row keys it needs, or undefined. */
@@ -367,43 +374,45 @@ export class SqliteStateStore implements StateStore, UsageStore {
   }
 
   #doCommit(commit: Commit): CommitReceipt {
-    const q = this.#q;
-    const fence = q.fence.get(commit.runId, commit.sessionId);
+    const fence = this.#q.fence.get(commit.runId, commit.sessionId);
     if (fence) this.#checkRecord('session', fence.record_version);
     const head = fence ? this.#head(fence.sid) : undefined;
     const plan = orThrow(planCommit({ session: fence && head ? sessionHeader(fence, head) : undefined, run: fence && head && committingRun(fence, head, commit.runId) }, commit));
     // Accepted: the session and its head exist.
-    const { sid } = fence!;
+    const id = this.#writeCommit(commit, plan, fence!.sid, head!);
+    return { version: plan.session.version, messageCount: plan.session.messageCount, ...(plan.checkpoint ? { checkpointId: `cp_${id}` } : {}) };
+  }
+
+  /** Writes a commit's plan: its message rows, the turn, one commits row, the journal drop, the runs row if it changes. Returns the commits row's id. */
+  #writeCommit(commit: Commit, plan: CommitPlan, sid: number, head: HeadRow): number {
+    const q = this.#q;
     const { session, append } = plan;
     append.messages.forEach((message, i) => q.insertMessage.run(sid, append.at + i, JSON.stringify(message)));
     if (plan.turnChanged) q.setTurn.run(json(session.turn), sid);
     const stateText = commit.state === undefined ? null : JSON.stringify(commit.state);
-    const id = Number(
-      q.insertCommit.run(
-        sid,
-        session.version,
-        commit.runId,
-        commit.kind,
-        session.messageCount,
-        session.stepCount,
-        plan.run.stepCount,
-        JSON.stringify(plan.run.committedSteps),
-        stateText,
-        stateText === null ? head!.state_ref : null,
-        plan.checkpoint?.kind ?? null,
-        commit.usage && commit.usage.length > 0 ? JSON.stringify(commit.usage) : null,
-        commit.committedAt,
-      ).lastInsertRowid,
+    const usage = commit.usage && commit.usage.length > 0 ? JSON.stringify(commit.usage) : null;
+    const { lastInsertRowid } = q.insertCommit.run(
+      sid,
+      session.version,
+      commit.runId,
+      commit.kind,
+      session.messageCount,
+      session.stepCount,
+      plan.run.stepCount,
+      JSON.stringify(plan.run.committedSteps),
+      stateText,
+      stateText === null ? head.state_ref : null,
+      plan.checkpoint?.kind ?? null,
+      usage,
+      commit.committedAt,
     );
     const drop = plan.dropJournal;
     if (drop?.all) q.dropJournal.run(drop.runId);
     else if (drop) q.dropJournalThrough.run(drop.runId, drop.throughStep);
     // The runs row changes only when the run's status or result does, not on every step.
     const patch = plan.runPatch;
-    if (patch) {
-      q.updateRun.run(plan.run.stepCount, patch.status ?? null, patch.endedAt ?? null, json(patch.output), json(patch.error), json(patch.suspension), commit.runId);
-    }
-    return { version: session.version, messageCount: session.messageCount, ...(plan.checkpoint ? { checkpointId: `cp_${id}` } : {}) };
+    if (patch) q.updateRun.run(plan.run.stepCount, patch.status ?? null, patch.endedAt ?? null, json(patch.output), json(patch.error), json(patch.suspension), commit.runId);
+    return Number(lastInsertRowid);
   }
 
   #doRenew(runId: string, epoch: number, leaseMs: number, now: number): RunLease {

@@ -286,44 +286,90 @@ export interface BeginRunPlan<P extends RestorePoint = RestorePoint> {
  * counts a resume, the step count is kept, and the K1 sets the agent type.
  */
 export function planBeginRun<P extends RestorePoint>(input: BeginRunInput<P>, request: BeginRunRequest): Decision<BeginRunPlan<P>> {
-  const { session, currentRun } = input;
-  if (request.expect) {
-    const current = session?.currentRunId;
-    const status = current !== undefined && currentRun?.runId === current ? currentRun.status : undefined;
-    if (current !== request.expect.currentRunId || status !== request.expect.status) {
-      return refuse('expect_failed', stateConflictError(request, current, status));
-    }
-  }
+  const { session } = input;
+  const conflict = expectRefusal(input, request);
+  if (conflict) return conflict;
   if (!session && !request.newTurn) return noTurn(request.sessionId);
-  const restoreId = request.restoreCheckpointId;
-  let rewind: Rewind<P> | undefined;
-  if (restoreId === GENESIS_CHECKPOINT) rewind = { to: 'genesis', messageCount: 0 };
-  else if (restoreId !== undefined) {
-    const point = session ? input.restorePoint : undefined;
-    if (!point || point.checkpointId !== restoreId) return checkpointNotFound(request.sessionId, restoreId);
-    rewind = { to: 'checkpoint', checkpoint: point, messageCount: Math.min(session?.messageCount ?? 0, point.messageCount) };
-  }
-  let turn: TurnRecord | undefined = request.newTurn
-    ? { turnId: request.newTurn.turnId, firstRunId: request.runId, input: request.newTurn.input, startCommitted: false }
-    : session?.turn;
+  const rewind = rewindOf(input, request);
+  if (rewind && 'error' in rewind) return rewind;
+  const turn = turnOf(session, request, rewind);
   if (!turn) return noTurn(request.sessionId);
-  if (rewind && turn.startCommitted && (turn.inputMessageIndex ?? 0) >= rewind.messageCount) turn = discardStart(turn);
-  const supersede: Supersede | undefined =
-    session && currentRun && currentRun.runId === session.currentRunId && currentRun.status === 'running'
-      ? { runId: currentRun.runId, endedAt: request.startedAt, stepCount: currentRun.stepCount }
-      : undefined;
+  const { run, runHeader, lease } = newRun(request, turn);
+  const supersede = supersedeOf(input, request);
+  return {
+    ok: true,
+    session: beginHeader(session, request, turn, rewind),
+    create: !session,
+    run,
+    runHeader,
+    lease,
+    ...(rewind ? { rewind } : {}),
+    ...(supersede ? { supersede } : {}),
+  };
+}
+
+/** K1's `expect` precondition: the session's current run and its status must be the expected ones. */
+function expectRefusal(input: BeginRunInput<RestorePoint>, request: BeginRunRequest): Refusal | undefined {
+  const expected = request.expect;
+  if (!expected) return undefined;
+  const current = input.session?.currentRunId;
+  const run = input.currentRun;
+  const status = current !== undefined && run?.runId === current ? run.status : undefined;
+  if (current === expected.currentRunId && status === expected.status) return undefined;
+  return refuse('expect_failed', stateConflictError(request, current, status));
+}
+
+/** The rewind a K1 asks for (genesis, or a checkpoint the session has), or the refusal of an unknown checkpoint. */
+function rewindOf<P extends RestorePoint>(input: BeginRunInput<P>, request: BeginRunRequest): Rewind<P> | Refusal | undefined {
+  const restoreId = request.restoreCheckpointId;
+  if (restoreId === undefined) return undefined;
+  if (restoreId === GENESIS_CHECKPOINT) return { to: 'genesis', messageCount: 0 };
+  const { session } = input;
+  // A new session is at its genesis: no other checkpoint exists in it.
+  const point = session ? input.restorePoint : undefined;
+  if (!session || !point || point.checkpointId !== restoreId) return checkpointNotFound(request.sessionId, restoreId);
+  return { to: 'checkpoint', checkpoint: point, messageCount: Math.min(session.messageCount, point.messageCount) };
+}
+
+/**
+ * The turn the run belongs to: a new one (its start not committed), or the current one. A rewind to
+ * before the turn's input rows discards the turn's start commit (startCommitted false,
+ * inputMessageIndex dropped).
+ */
+function turnOf(session: SessionHeader | undefined, request: BeginRunRequest, rewind: Rewind<RestorePoint> | undefined): TurnRecord | undefined {
+  if (request.newTurn) return { turnId: request.newTurn.turnId, firstRunId: request.runId, input: request.newTurn.input, startCommitted: false };
+  const turn = session?.turn;
+  if (!turn || !rewind || !turn.startCommitted || (turn.inputMessageIndex ?? 0) < rewind.messageCount) return turn;
+  return { turnId: turn.turnId, firstRunId: turn.firstRunId, input: turn.input, startCommitted: false };
+}
+
+/** The previous run to supersede: the session's current run, if it is still running. */
+function supersedeOf(input: BeginRunInput<RestorePoint>, request: BeginRunRequest): Supersede | undefined {
+  const { session, currentRun } = input;
+  if (!session || !currentRun || currentRun.runId !== session.currentRunId || currentRun.status !== 'running') return undefined;
+  return { runId: currentRun.runId, endedAt: request.startedAt, stepCount: currentRun.stepCount };
+}
+
+/** The session's header after K1. */
+function beginHeader(session: SessionHeader | undefined, request: BeginRunRequest, turn: TurnRecord, rewind: Rewind<RestorePoint> | undefined): SessionHeader {
+  // A new session takes the request's parent; an existing one keeps its own.
   const parentSessionId = session ? session.parentSessionId : request.parentSessionId;
-  const header: SessionHeader = {
+  const before = session ?? { version: 0, stepCount: 0, messageCount: 0, resumeCount: 0 };
+  return {
     sessionId: request.sessionId,
     agentType: request.agentType,
     ...(parentSessionId === undefined ? {} : { parentSessionId }),
     currentRunId: request.runId,
     turn,
-    version: (session?.version ?? 0) + 1,
-    stepCount: session?.stepCount ?? 0,
-    messageCount: rewind ? rewind.messageCount : (session?.messageCount ?? 0),
-    resumeCount: (session?.resumeCount ?? 0) + (request.signal === 'resumed' ? 1 : 0),
+    version: before.version + 1,
+    stepCount: before.stepCount,
+    messageCount: rewind ? rewind.messageCount : before.messageCount,
+    resumeCount: before.resumeCount + (request.signal === 'resumed' ? 1 : 0),
   };
+}
+
+/** The run K1 begins: running, at epoch 1, with its lease. */
+function newRun(request: BeginRunRequest, turn: TurnRecord): { run: RunRecord; runHeader: RunHeader; lease: RunLease } {
   const lease: RunLease = { runId: request.runId, epoch: 1, owner: request.leaseOwner, expiresAt: request.startedAt + request.leaseMs };
   const run: RunRecord = {
     runId: request.runId,
@@ -340,22 +386,7 @@ export function planBeginRun<P extends RestorePoint>(input: BeginRunInput<P>, re
     options: request.options,
   };
   const runHeader: RunHeader = { runId: run.runId, sessionId: run.sessionId, status: 'running', epoch: 1, stepCount: 0, committedSteps: NO_STEPS, leaseOwner: lease.owner, leaseExpiresAt: lease.expiresAt };
-  return {
-    ok: true,
-    session: header,
-    create: !session,
-    run,
-    runHeader,
-    lease,
-    ...(rewind ? { rewind } : {}),
-    ...(supersede ? { supersede } : {}),
-  };
-}
-
-/** The turn with its start commit discarded: its start work runs again. */
-function discardStart(turn: TurnRecord): TurnRecord {
-  const { inputMessageIndex: _dropped, ...rest } = turn;
-  return { ...rest, startCommitted: false };
+  return { run, runHeader, lease };
 }
 
 /** What K1 returns to its caller, given the plan and the session snapshot the store built from it. */
