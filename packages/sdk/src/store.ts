@@ -258,7 +258,9 @@ export interface CommitReceipt {
  * write from a run that is no longer the session's current run, or from an older epoch of it, with
  * {@link RunSupersededError} (`state_run_superseded`), and nothing of that write is applied.
  * Implementations: memory (here), SQLite and Postgres (their own packages); all pass
- * `runStateStoreConformance` from `@helix-agents/sdk/conformance`.
+ * `runStateStoreConformance` from `@helix-agents/sdk/conformance`. What a write does is decided by the
+ * session rules (`planBeginRun`, `planCommit`, ... of `@helix-agents/sdk/store`); a store reads the
+ * records, asks the rules, and writes the plan atomically.
  */
 export interface StateStore {
   /** K1: begins a run (creates the session if needed, records the run, its lease and the new turn, fences out older runs). */
@@ -292,7 +294,7 @@ export interface StateStore {
   loadCheckpoint(sessionId: string, checkpointId: string): Promise<Checkpoint | undefined>;
 }
 
-/** The refusal of a K1 whose `expect` precondition does not hold (`state_conflict`); every store throws this one. */
+/** The refusal of a K1 whose `expect` precondition does not hold (`state_conflict`); the session rules refuse with this one. */
 export function stateConflictError(request: BeginRunRequest, currentRunId: string | undefined, status: string | undefined): AgentError {
   return new AgentError(
     'state_conflict',

@@ -1,34 +1,39 @@
-import { AgentError, GENESIS_CHECKPOINT, RunSupersededError, StateCommitError, rollupUsage, stateConflictError } from '@helix-agents/sdk';
+import { StateCommitError, rollupUsage } from '@helix-agents/sdk';
+import type { AgentErrorInfo, Message, StartSignalKind, UsageEntry, UsageFilter, UsageRollup, UsageStore } from '@helix-agents/sdk';
+import { beginRunResult, GENESIS_CHECKPOINT, orThrow, planBeginRun, planClaimRun, planCommit, planJournalAppend, planRenewLease, sessionSnapshot, stepSetOf } from '@helix-agents/sdk/store';
 import type {
-  AgentErrorInfo,
+  BeginRunInput,
+  BeginRunPlan,
   BeginRunRequest,
   BeginRunResult,
   Checkpoint,
+  CheckpointDraft,
   CheckpointInfo,
   ClaimedRun,
   Commit,
+  CommitPlan,
   CommitReceipt,
+  CommittingRun,
+  JournalDrop,
   JournalEntry,
   JournalKind,
-  Message,
   RecoverableRun,
+  RestorePoint,
+  RunHeader,
   RunLease,
   RunOptionsRecord,
+  RunPatch,
   RunRecord,
   RunStatus,
+  SessionHeader,
   SessionSnapshot,
-  StartSignalKind,
   StateStore,
   SuspensionRecord,
   TurnRecord,
-  UsageEntry,
-  UsageFilter,
-  UsageRollup,
-  UsageStore,
-} from '@helix-agents/sdk';
+} from '@helix-agents/sdk/store';
 import type pg from 'pg';
 import { POSTGRES_SCHEMA_VERSION, schemaTooNewError } from './migrations.js';
-import { fromJson, quoteIdentifier, run, sqlState, statements, storeError, toJson, toNumber, transaction, type Queryable, type Statement } from './sql.js';
+import { fromJson, run, sqlState, statements, storeError, toJson, toNumber, transaction, type Queryable, type Statement } from './sql.js';
 
 /** Options of {@link PostgresStateStore}. */
 export interface PostgresStateStoreOptions {
@@ -36,34 +41,53 @@ export interface PostgresStateStoreOptions {
   readonly schema?: string;
 }
 
-// The columns of a session snapshot; JSON columns are read as text so that a stored JSON null stays null.
-const SESSION_COLUMNS = `session_id, record_version, agent_type, parent_session_id, state::text AS state, message_count, current_run_id,
+// The columns of the session header the rules read (the session row without its state and initial state).
+const HEADER_COLUMNS = `session_id, record_version, agent_type, parent_session_id, current_run_id,
   turn_id, turn_first_run_id, turn_input::text AS turn_input, turn_start_committed, turn_input_index,
-  version, step_count, resume_count`;
+  version, step_count, message_count, resume_count, run_epoch, run_open`;
+
+// The columns of a session snapshot; JSON columns are read as text so that a stored JSON null stays null.
+const SESSION_COLUMNS = `${HEADER_COLUMNS}, state::text AS state`;
 
 const RUN_COLUMNS = `run_id, record_version, session_id, turn_id, agent_type, status, signal, started_at, ended_at, step_count,
   output::text AS output, error::text AS error, epoch, lease_owner, lease_expires_at, options::text AS options, suspension::text AS suspension`;
 
 const JOURNAL_COLUMNS = `run_id, key, epoch, step_index, kind, data::text AS data, at`;
 
+/** Qualifies every column of a column list with a table alias (`a, b::text AS c` → `x.a, x.b::text AS c`). */
+function qualified(columns: string, alias: string): string {
+  return columns.replace(/(^|,\s*)(\w+)/g, `$1${alias}.$2`);
+}
+
 function buildStatements(s: string) {
   // The first `count` rows: inside a statement that also cuts the conversation (a rewind), the snapshot
   // still shows the rows it deletes, and the session row's count is what the statement decided.
   const messagesOf = (row: string) => `(SELECT json_agg(m.message ORDER BY m.idx)::text FROM ${s}.messages m WHERE m.session_id = ${row}.session_id AND m.idx < ${row}.message_count)`;
   return {
-    // K1, first half: create the session if needed and lock its row (the no-op update takes the lock).
+    // The header a commit decides from when this store has none cached (or its cached one went stale):
+    // the session row, its current run's status and step count, and that run's committed step indexes.
+    header: `SELECT ${qualified(HEADER_COLUMNS, 'x')}, r.status AS run_status, r.step_count AS run_step_count,
+        (SELECT json_agg(st.step_index)::text FROM ${s}.steps st WHERE st.run_id = x.current_run_id) AS run_steps
+      FROM ${s}.sessions x LEFT JOIN ${s}.runs r ON r.run_id = x.current_run_id WHERE x.session_id = $1`,
+    // K1, first statement: create the session if needed and lock its row (the no-op update takes the
+    // lock); the row it returns is the latest (a locked row is re-read after the wait). Version 0 is a row
+    // this transaction created: every committed session has had its K1.
     beginLock: `INSERT INTO ${s}.sessions AS x (session_id, record_version, agent_type, parent_session_id, state, initial_state, created_at, updated_at)
       VALUES ($1, $2, $3, $4, $5::json, $5::json, $6, $6)
       ON CONFLICT (session_id) DO UPDATE SET updated_at = x.updated_at
-      RETURNING current_run_id, run_open, turn_id IS NOT NULL AS has_turn`,
-    // A rewind's target: the conversation length it restores.
-    restorePoint: `SELECT message_count FROM ${s}.checkpoints WHERE session_id = $1 AND id = $2`,
-    // K1, second half, under the session lock: supersede the running run, record the new one, move the
-    // session; a rewind ($13) also cuts the conversation to $15 rows, drops the checkpoints after the
-    // restored one ($14; NULL for genesis) and restores its state.
+      RETURNING ${HEADER_COLUMNS}`,
+    // K1, second statement, under the session lock (so its snapshot has every commit of the session): the
+    // current run's status and step count, and the conversation length of the checkpoint a rewind restores.
+    beginRead: `SELECT r.status AS run_status, r.step_count AS run_step_count,
+        (SELECT c.message_count FROM ${s}.checkpoints c WHERE c.session_id = $1 AND c.id = $3::bigint) AS restore_count
+      FROM (SELECT 1) AS one LEFT JOIN ${s}.runs r ON r.run_id = $2::text`,
+    // K1, the write of its plan, under the session lock: supersede the previous run ($10 at $21, unless it
+    // is the new one), record the new run, set the session's header; a rewind ($13) also cuts the
+    // conversation to $15 rows, drops the checkpoints after the restored one ($14; NULL for genesis: all
+    // of them) and restores its state.
     beginWrite: `WITH prev AS (
-        UPDATE ${s}.runs SET status = 'superseded', ended_at = $7::bigint, record_version = $2
-        WHERE run_id = $10::text AND run_id <> $3::text AND status = 'running'
+        UPDATE ${s}.runs SET status = 'superseded', ended_at = $21::bigint, record_version = $2
+        WHERE run_id = $10::text AND run_id <> $3::text
       ), dropped AS (
         DELETE FROM ${s}.journal WHERE run_id = $10::text
       ), cut AS (
@@ -72,107 +96,93 @@ function buildStatements(s: string) {
         DELETE FROM ${s}.checkpoints WHERE $13::boolean AND session_id = $1 AND id > COALESCE($14::bigint, 0)
       ), run AS (
         INSERT INTO ${s}.runs (run_id, record_version, session_id, turn_id, agent_type, status, signal, started_at, step_count, epoch, lease_owner, lease_expires_at, options)
-        VALUES ($3, $2, $1, COALESCE($11::text, (SELECT turn_id FROM ${s}.sessions WHERE session_id = $1)), $4, 'running', $5, $7, 0, 1, $8, $9, $6::json)
+        VALUES ($3, $2, $1, $11, $4, 'running', $5, $7, 0, 1, $8, $9, $6::json)
         ON CONFLICT (run_id) DO UPDATE SET record_version = EXCLUDED.record_version, session_id = EXCLUDED.session_id, turn_id = EXCLUDED.turn_id,
           agent_type = EXCLUDED.agent_type, status = 'running', signal = EXCLUDED.signal, started_at = EXCLUDED.started_at, ended_at = NULL,
           step_count = 0, output = NULL, error = NULL, epoch = 1, lease_owner = EXCLUDED.lease_owner, lease_expires_at = EXCLUDED.lease_expires_at,
           options = EXCLUDED.options, suspension = NULL
       ), sess AS (
         UPDATE ${s}.sessions SET record_version = $2, current_run_id = $3, run_epoch = 1, run_open = true, agent_type = $4,
-          turn_id = COALESCE($11::text, turn_id),
-          turn_first_run_id = CASE WHEN $11::text IS NULL THEN turn_first_run_id ELSE $3 END,
-          turn_input = CASE WHEN $11::text IS NULL THEN turn_input ELSE $12::json END,
-          -- A new turn starts uncommitted; a rewind to before the turn's input rows discards its start commit.
-          turn_start_committed = CASE WHEN $11::text IS NOT NULL THEN false
-            WHEN $13::boolean AND turn_start_committed AND COALESCE(turn_input_index, 0) >= $15::integer THEN false
-            ELSE turn_start_committed END,
-          turn_input_index = CASE WHEN $11::text IS NOT NULL THEN NULL
-            WHEN $13::boolean AND turn_start_committed AND COALESCE(turn_input_index, 0) >= $15::integer THEN NULL
-            ELSE turn_input_index END,
+          turn_id = $11, turn_first_run_id = $16, turn_input = CASE WHEN $12::json IS NULL THEN turn_input ELSE $12::json END,
+          turn_start_committed = $17::boolean, turn_input_index = $18::integer,
           state = CASE WHEN NOT $13::boolean THEN state
             WHEN $14::bigint IS NULL THEN initial_state
             ELSE (SELECT c.state FROM ${s}.checkpoints c WHERE c.session_id = $1 AND c.id = $14::bigint) END,
-          message_count = CASE WHEN $13::boolean THEN LEAST(message_count, $15::integer) ELSE message_count END,
-          version = version + 1,
-          resume_count = resume_count + CASE WHEN $5::text = 'resumed' THEN 1 ELSE 0 END,
-          updated_at = $7
+          message_count = $15::integer, version = $19::bigint, resume_count = $20::integer, updated_at = $7
         WHERE session_id = $1
         RETURNING ${SESSION_COLUMNS}
       )
       SELECT sess.*, ${messagesOf('sess')} AS messages FROM sess`,
-    // K2–K5 in ONE statement (one round trip, one implicit transaction). `fence` takes the session row's
-    // lock first; every write reads `ok`, which holds a row only when the fence passes, so a refused
-    // commit writes nothing. Under the lock, `fence` sees the row's latest version (a concurrent commit we
-    // waited for included), and the other parts follow it. A second commit of a step breaks the steps
-    // primary key and rolls the whole statement back.
-    commit: `WITH fence AS MATERIALIZED (
-        SELECT session_id, current_run_id, run_epoch, run_open, message_count, step_count
-        FROM ${s}.sessions WHERE session_id = $1 FOR UPDATE
-      ), ok AS MATERIALIZED (
-        SELECT session_id, message_count, step_count + CASE WHEN $3::text = 'step' THEN 1 ELSE 0 END AS step_count
-        FROM fence WHERE current_run_id = $2::text AND run_epoch = $14::integer AND run_open
+    // K2–K5: the write of a plan in ONE statement (one round trip, one implicit transaction), under a
+    // compare-and-set: \`sess\` updates the session row only if it is still at the version ($19) and fence
+    // (current run $2, epoch $14, open) the plan was decided from, and every other part reads \`sess\`, so
+    // when the row moved on nothing at all is written. The UPDATE takes the row's lock; a concurrent writer
+    // we waited for makes the condition fail (Postgres re-checks it on the latest row version).
+    commit: `WITH sess AS (
+        UPDATE ${s}.sessions x SET
+          record_version = $5, version = $6::bigint, message_count = $7::integer, step_count = $8::integer, run_open = $9::boolean,
+          turn_start_committed = $10::boolean, turn_input_index = $11::integer, state = COALESCE($12::json, x.state), updated_at = $13::bigint
+        WHERE x.session_id = $1 AND x.current_run_id = $2::text AND x.run_epoch = $3::integer AND x.run_open AND x.version = $4::bigint
+          AND x.record_version <= $5
+        RETURNING x.session_id, x.state
       ), step AS (
         INSERT INTO ${s}.steps (run_id, step_index, committed_at)
-        SELECT $2, $4::integer, $13::bigint FROM ok WHERE $3::text = 'step'
+        SELECT $2, $14::integer, $13::bigint FROM sess WHERE $14::integer IS NOT NULL
       ), msgs AS (
         INSERT INTO ${s}.messages (session_id, idx, message)
-        SELECT ok.session_id, ok.message_count + e.ord::integer - 1, e.value FROM ok, json_array_elements($5::json) WITH ORDINALITY AS e(value, ord)
-      ), sess AS (
-        UPDATE ${s}.sessions x SET
-          record_version = $15,
-          state = COALESCE($7::json, x.state),
-          message_count = ok.message_count + $6::integer,
-          step_count = ok.step_count,
-          version = x.version + 1,
-          run_open = CASE WHEN $8::text IS NULL THEN x.run_open ELSE $8::text = 'running' END,
-          turn_start_committed = x.turn_start_committed OR ($3::text = 'turn_start' AND x.turn_id IS NOT NULL),
-          turn_input_index = CASE WHEN $3::text = 'turn_start' AND x.turn_id IS NOT NULL THEN ok.message_count ELSE x.turn_input_index END,
-          updated_at = $13::bigint
-        FROM ok WHERE x.session_id = ok.session_id
-        RETURNING x.version, x.state, x.message_count, x.step_count
+        SELECT sess.session_id, $15::integer + e.ord::integer - 1, e.value FROM sess, json_array_elements($16::json) WITH ORDINALITY AS e(value, ord)
       ), run AS (
         UPDATE ${s}.runs r SET
-          record_version = $15,
-          step_count = r.step_count + CASE WHEN $3::text = 'step' THEN 1 ELSE 0 END,
-          status = COALESCE($8::text, r.status),
-          ended_at = CASE WHEN $3::text = 'terminal' THEN $13::bigint ELSE r.ended_at END,
-          output = COALESCE($9::json, r.output),
-          error = COALESCE($10::json, r.error),
-          suspension = COALESCE($18::json, r.suspension)
-        FROM ok WHERE r.run_id = $2
+          record_version = $5,
+          step_count = $17::integer,
+          status = COALESCE($18::text, r.status),
+          ended_at = COALESCE($19::bigint, r.ended_at),
+          output = COALESCE($20::json, r.output),
+          error = COALESCE($21::json, r.error),
+          suspension = COALESCE($22::json, r.suspension)
+        FROM sess WHERE r.run_id = $2
       ), cp AS (
         INSERT INTO ${s}.checkpoints (session_id, run_id, kind, step_count, message_count, created_at, state)
-        SELECT $1, $2, $11::text, sess.step_count, sess.message_count, $13::bigint, sess.state FROM sess WHERE $11::text IS NOT NULL
+        SELECT $1, $2, $23::text, $24::integer, $25::integer, $26::bigint, sess.state FROM sess WHERE $23::text IS NOT NULL
         RETURNING id
       ), used AS (
         INSERT INTO ${s}.usage (session_id, run_id, entry)
-        SELECT u.session_id, u.run_id, u.entry FROM ok, ROWS FROM (json_array_elements($12::json), unnest($16::text[]), unnest($17::text[])) AS u(entry, session_id, run_id)
+        SELECT u.session_id, u.run_id, u.entry FROM sess, ROWS FROM (json_array_elements($27::json), unnest($28::text[]), unnest($29::text[])) AS u(entry, session_id, run_id)
       ), dropped AS (
-        DELETE FROM ${s}.journal j USING ok WHERE j.run_id = $2 AND ($3::text = 'terminal' OR ($3::text = 'step' AND j.step_index <= $4::integer))
+        DELETE FROM ${s}.journal j USING sess WHERE j.run_id = $2 AND ($30::boolean OR j.step_index <= $31::integer)
       )
-      SELECT f.current_run_id, sess.version, sess.message_count, (SELECT id FROM cp) AS checkpoint_id
-      FROM fence f LEFT JOIN sess ON true`,
+      SELECT (SELECT count(*) FROM sess)::integer AS applied, (SELECT id FROM cp) AS checkpoint_id`,
+    // A lease renewal, conditioned on the fence the caller presents (the run current, at its epoch, open).
     renew: `UPDATE ${s}.runs r SET lease_expires_at = $3 WHERE r.run_id = $1 AND r.epoch = $2 AND r.status = 'running'
       AND EXISTS (SELECT 1 FROM ${s}.sessions x WHERE x.session_id = r.session_id AND x.current_run_id = r.run_id AND x.run_epoch = r.epoch AND x.run_open)
       RETURNING lease_owner`,
-    fenceOf: `SELECT r.session_id, x.current_run_id FROM ${s}.runs r LEFT JOIN ${s}.sessions x ON x.session_id = r.session_id WHERE r.run_id = $1`,
+    // What renew, claim and a journal append decide from: the run and its session's fence.
+    runFence: `SELECT r.run_id, r.record_version, r.session_id, r.status, r.epoch, r.lease_owner, r.lease_expires_at,
+        x.current_run_id, x.record_version AS session_record_version
+      FROM ${s}.runs r LEFT JOIN ${s}.sessions x ON x.session_id = r.session_id WHERE r.run_id = $1`,
     recoverable: `SELECT r.session_id, r.run_id, r.agent_type, r.epoch, r.lease_owner, r.lease_expires_at
       FROM ${s}.runs r JOIN ${s}.sessions x ON x.session_id = r.session_id AND x.current_run_id = r.run_id
       WHERE r.status = 'running' AND r.lease_expires_at <= $1
       ORDER BY r.lease_expires_at, r.started_at, r.run_id LIMIT $2`,
+    // The contended commit path: lock the session row first, then read its header in a fresh snapshot.
+    lockSession: `SELECT session_id FROM ${s}.sessions WHERE session_id = $1 FOR UPDATE`,
     claimLock: `SELECT session_id FROM ${s}.sessions WHERE session_id = (SELECT session_id FROM ${s}.runs WHERE run_id = $1) FOR UPDATE`,
+    // A claim's write, under the session lock and a compare-and-set on the run fields the plan was decided
+    // from (epoch $6, lease expiry $7, running): a lease renewed in between makes it write nothing.
+    // It returns what the claimer continues from: the run, the session and the run's journal.
     claimWrite: `WITH r AS (
-        UPDATE ${s}.runs SET epoch = epoch + 1, lease_owner = $2, lease_expires_at = $3::bigint, record_version = $5
-        WHERE run_id = $1 AND status = 'running' AND lease_expires_at <= $4::bigint
-          AND EXISTS (SELECT 1 FROM ${s}.sessions x WHERE x.session_id = runs.session_id AND x.current_run_id = runs.run_id)
+        UPDATE ${s}.runs SET epoch = $2, lease_owner = $3, lease_expires_at = $4::bigint, record_version = $5
+        WHERE run_id = $1 AND epoch = $6 AND lease_expires_at = $7::bigint AND status = 'running'
         RETURNING ${RUN_COLUMNS}
       ), sess AS (
         UPDATE ${s}.sessions x SET run_epoch = r.epoch, record_version = $5 FROM r WHERE x.session_id = r.session_id
-        RETURNING ${SESSION_COLUMNS.replace(/(^|,\s*)(\w+)/g, '$1x.$2')}
+        RETURNING ${qualified(SESSION_COLUMNS, 'x')}
       )
-      SELECT row_to_json(r)::text AS run, row_to_json(sess)::text AS session, ${messagesOf('sess')} AS messages FROM r, sess`,
-    // One statement: the fence check (a shared lock on the session row, so a concurrent supersede waits
-    // for us or we see it) and the insert.
+      SELECT row_to_json(r)::text AS run, row_to_json(sess)::text AS session, ${messagesOf('sess')} AS messages,
+        (SELECT json_agg(j ORDER BY j.id)::text FROM (SELECT id, ${JOURNAL_COLUMNS} FROM ${s}.journal WHERE run_id = $1) j) AS journal
+      FROM r, sess`,
+    // A journal append, conditioned on the fence the entry presents. One statement: the fence check (a
+    // shared lock on the session row, so a concurrent supersede waits for us or we see it) and the insert.
     journalAppend: `WITH f AS (
         SELECT x.session_id FROM ${s}.runs r JOIN ${s}.sessions x ON x.session_id = r.session_id
         WHERE r.run_id = $1 AND x.current_run_id = $1 AND x.run_epoch = $2 AND x.run_open
@@ -182,9 +192,7 @@ function buildStatements(s: string) {
       SELECT $1, $3, $2, $4, $5, $6::json, $7 FROM f
       ON CONFLICT (run_id, key) DO NOTHING
       RETURNING id`,
-    journalCheck: `SELECT r.session_id, x.current_run_id, x.run_epoch, x.run_open,
-        (SELECT row_to_json(j)::text FROM (SELECT ${JOURNAL_COLUMNS} FROM ${s}.journal WHERE run_id = $1 AND key = $2) j) AS existing
-      FROM ${s}.runs r LEFT JOIN ${s}.sessions x ON x.session_id = r.session_id WHERE r.run_id = $1`,
+    journalEntry: `SELECT ${JOURNAL_COLUMNS} FROM ${s}.journal WHERE run_id = $1 AND key = $2`,
     journalLoad: `SELECT ${JOURNAL_COLUMNS} FROM ${s}.journal WHERE run_id = $1 ORDER BY id`,
     session: `SELECT ${SESSION_COLUMNS}, ${messagesOf('x')} AS messages FROM ${s}.sessions x WHERE x.session_id = $1`,
     run: `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE run_id = $1`,
@@ -203,12 +211,12 @@ function buildStatements(s: string) {
 
 type Statements = Record<keyof ReturnType<typeof buildStatements>, Statement>;
 
-interface SessionRow {
+/** The session header columns. */
+interface HeaderRow {
   session_id: string;
   record_version: number;
   agent_type: string;
   parent_session_id: string | null;
-  state: string | null;
   current_run_id: string | null;
   turn_id: string | null;
   turn_first_run_id: string | null;
@@ -217,7 +225,14 @@ interface SessionRow {
   turn_input_index: number | null;
   version: string | number;
   step_count: number;
+  message_count: number;
   resume_count: number;
+  run_epoch: number;
+  run_open: boolean;
+}
+
+interface SessionRow extends HeaderRow {
+  state: string | null;
   messages?: string | null;
 }
 
@@ -251,15 +266,67 @@ interface JournalRow {
   at: string | number;
 }
 
+/** The run and its session's fence, as renew, claim and a journal append read them. */
+interface RunFenceRow {
+  run_id: string;
+  record_version: number;
+  session_id: string;
+  status: string;
+  epoch: number;
+  lease_owner: string;
+  lease_expires_at: string | number;
+  current_run_id: string | null;
+  session_record_version: number | null;
+}
+
+/** What K1 reads under the session lock besides the session row. */
+interface BeginReadRow {
+  run_status: string | null;
+  run_step_count: number | null;
+  restore_count: number | null;
+}
+
+/** A session header with its current run, as a commit decides from it. */
+interface CommitBasis {
+  readonly session: SessionHeader | undefined;
+  readonly run: CommittingRun | undefined;
+}
+
 const CHECKPOINT_PREFIX = 'cp_';
+
+/** How many times a renewal, claim or journal append decides again after its compare-and-set found the records moved on. */
+const MAX_ATTEMPTS = 8;
+
+/** How many session headers a store keeps (the sessions this process works on now). */
+const MAX_CACHED_HEADERS = 10_000;
 
 /**
  * The Postgres {@link StateStore}, also a {@link UsageStore} (usage passed with a commit is written in
- * the commit's transaction). Every fenced write takes the session row's lock and checks the run's fence
- * (current run id, epoch, still running), kept on that row so one lock covers it, in the same
- * transaction as the write: a commit (K2–K5) is a single statement, a K1 or a claim a short transaction.
- * A step costs O(rows it adds): messages are rows keyed by (session, index), and a checkpoint is the
- * state plus a conversation length. Operations of one session apply in call order.
+ * the commit's transaction). What a write does is decided by the session rules of
+ * `@helix-agents/sdk/store`; this store reads the records, asks the rules, and writes the plan under a
+ * compare-and-set of what it read. The run's fence (current run id, epoch, still running) is kept on the
+ * session row, so one row covers every check.
+ *
+ * - A commit (K2–K5) is the hot path and stays ONE round trip: the store keeps the session header (and
+ *   its current run's counters and committed steps) it last read or wrote for each session, decides from
+ *   that, and writes the plan in one statement conditioned on the session version and fence it decided
+ *   from. Why not a transaction per commit: BEGIN, a locking read, the write and COMMIT are four round
+ *   trips where one suffices, and the only writers of a session are its current run's process and the
+ *   rare K1 or claim that takes it over. When the condition fails (another process or instance moved the
+ *   session on), nothing is written, and the commit takes the contended path: a short transaction that
+ *   locks the session row, reads the header under the lock and decides again, so a refusal such as a
+ *   supersede comes from the rules, from fresh records, and commits racing for one session queue on its
+ *   row lock instead of retrying. A refusal decided from the kept header is never trusted either: it is
+ *   confirmed on that path. The kept header is only a guess of the records; the compare-and-set is what
+ *   makes the write safe.
+ * - K1 and a claim are short transactions: lock the session row, read, decide, write, commit (they also
+ *   need fresh reads of other rows: the current run's status, a checkpoint, the journal).
+ * - A lease renewal and a journal append are one statement conditioned on the fence the caller presents;
+ *   only when it fails does the store read the run and its session and let the rules refuse (or, for an
+ *   append whose key exists, return the first entry).
+ *
+ * A step costs O(rows it adds): messages are rows keyed by (session, index), and a checkpoint is the state
+ * plus a conversation length. Operations of one session apply in call order.
  */
 export class PostgresStateStore implements StateStore, UsageStore {
   /** The pool the store queries through. */
@@ -269,6 +336,8 @@ export class PostgresStateStore implements StateStore, UsageStore {
   readonly #sql: Statements;
   readonly #tails = new Map<string, Promise<void>>();
   readonly #sessionOfRun = new Map<string, string>();
+  /** The session headers this store last read or wrote: what a commit decides from first. */
+  readonly #headers = new Map<string, CommitBasis>();
 
   constructor(pool: pg.Pool, options: PostgresStateStoreOptions = {}) {
     this.pool = pool;
@@ -287,6 +356,22 @@ export class PostgresStateStore implements StateStore, UsageStore {
 
   async renewLease(runId: string, epoch: number, leaseMs: number, now: number): Promise<RunLease> {
     return this.#inOrder(this.#runKey(runId), () => this.#renewLease(runId, epoch, leaseMs, now));
+  }
+
+  async listRecoverable(now: number, limit = 100): Promise<readonly RecoverableRun[]> {
+    try {
+      const rows = await run<{ session_id: string; run_id: string; agent_type: string; epoch: number; lease_owner: string; lease_expires_at: string }>(this.pool, this.#sql.recoverable, [now, limit]);
+      return rows.map((r) => ({
+        sessionId: r.session_id,
+        runId: r.run_id,
+        agentType: r.agent_type,
+        epoch: r.epoch,
+        leaseOwner: r.lease_owner,
+        leaseExpiresAt: toNumber(r.lease_expires_at),
+      }));
+    } catch (error) {
+      throw storeError('listRecoverable', error);
+    }
   }
 
   async claimRun(runId: string, owner: string, leaseMs: number, now: number): Promise<ClaimedRun> {
@@ -353,184 +438,212 @@ export class PostgresStateStore implements StateStore, UsageStore {
     this.#sessionOfRun.set(runId, sessionId);
   }
 
+  /** Keeps the header a write left (or a read found), for the session's next commit to decide from. */
+  #keep(sessionId: string, basis: CommitBasis): void {
+    // Bounded like #sessionOfRun: a dropped header only costs its session one read.
+    if (this.#headers.size >= MAX_CACHED_HEADERS && !this.#headers.has(sessionId)) this.#headers.clear();
+    this.#headers.set(sessionId, basis);
+  }
+
+  // ---- K1 ----
+
   async #beginRun(request: BeginRunRequest): Promise<BeginRunResult> {
     const sql = this.#sql;
-    let supersededRunId: string | undefined;
-    const session = await transaction(this.pool, 'beginRun', async (client) => {
-      const [locked] = await run<{ current_run_id: string | null; run_open: boolean; has_turn: boolean }>(client, sql.beginLock, [
-        request.sessionId,
-        POSTGRES_SCHEMA_VERSION,
-        request.agentType,
-        request.parentSessionId ?? null,
-        toJson(request.initialState),
-        request.startedAt,
-      ]);
-      if (!locked) throw new StateCommitError(`Session ${request.sessionId} could not be created.`);
-      if (request.expect) {
-        const current = locked.current_run_id ?? undefined;
-        const found = current === undefined ? undefined : await client.query<{ status: string }>(`SELECT status FROM ${quoteIdentifier(this.schema)}.runs WHERE run_id = $1`, [current]);
-        const status = found?.rows[0]?.status;
-        if (current !== request.expect.currentRunId || status !== request.expect.status) {
-          throw stateConflictError(request, current, status);
-        }
-      }
-      const restore = request.restoreCheckpointId === undefined ? undefined : await this.#restorePoint(client, request.sessionId, request.restoreCheckpointId);
-      if (!request.newTurn && !locked.has_turn) throw new StateCommitError(`Session ${request.sessionId} has no turn to continue; start a run with a new turn.`);
-      const previous = locked.run_open && locked.current_run_id !== null ? locked.current_run_id : undefined;
-      supersededRunId = previous;
-      const [row] = await run<SessionRow>(client, sql.beginWrite, [
-        request.sessionId,
-        POSTGRES_SCHEMA_VERSION,
-        request.runId,
-        request.agentType,
-        request.signal,
-        toJson(request.options),
-        request.startedAt,
-        request.leaseOwner,
-        request.startedAt + request.leaseMs,
-        previous ?? null,
-        request.newTurn?.turnId ?? null,
-        request.newTurn ? JSON.stringify(request.newTurn.input) : null,
-        restore !== undefined,
-        restore?.checkpointId ?? null,
-        restore?.messageCount ?? 0,
-      ]);
-      if (!row) throw new StateCommitError(`Session ${request.sessionId} disappeared while run ${request.runId} began.`);
-      return toSession(row, this.schema);
-    });
-    const lease: RunLease = { runId: request.runId, epoch: 1, owner: request.leaseOwner, expiresAt: request.startedAt + request.leaseMs };
-    return { session, lease, ...(supersededRunId === undefined ? {} : { supersededRunId }) };
+    try {
+      const { plan, session } = await transaction(this.pool, 'beginRun', async (client) => {
+        const [locked] = await run<HeaderRow>(client, sql.beginLock, [
+          request.sessionId,
+          POSTGRES_SCHEMA_VERSION,
+          request.agentType,
+          request.parentSessionId ?? null,
+          toJson(request.initialState),
+          request.startedAt,
+        ]);
+        if (!locked) throw new StateCommitError(`Session ${request.sessionId} could not be created.`);
+        const header = Number(locked.version) === 0 ? undefined : toHeader(locked, this.schema);
+        const decided = orThrow(planBeginRun(await this.#beginInput(client, header, request.restoreCheckpointId), request));
+        const [row] = await run<SessionRow>(client, sql.beginWrite, beginWriteValues(request, decided));
+        if (!row) throw new StateCommitError(`Session ${request.sessionId} disappeared while run ${request.runId} began.`);
+        return { plan: decided, session: toSession(row, this.schema) };
+      });
+      this.#keep(request.sessionId, { session: plan.session, run: plan.runHeader });
+      return beginRunResult(plan, session);
+    } catch (error) {
+      this.#headers.delete(request.sessionId);
+      throw error;
+    }
   }
 
-  /** Where a rewind goes: a checkpoint of this session, or genesis (no checkpoint, no rows). */
-  async #restorePoint(db: Queryable, sessionId: string, checkpointId: string): Promise<{ checkpointId: string | null; messageCount: number }> {
-    if (checkpointId === GENESIS_CHECKPOINT) return { checkpointId: null, messageCount: 0 };
-    const id = parseCheckpointId(checkpointId);
-    const [row] = id === undefined ? [] : await run<{ message_count: number }>(db, this.#sql.restorePoint, [sessionId, id]);
-    if (!row || id === undefined) {
-      throw new AgentError('state_not_found', `Session ${sessionId} has no checkpoint ${checkpointId}.`, { details: { checkpointId } });
-    }
-    return { checkpointId: id, messageCount: row.message_count };
+  /** What K1 decides from, read under the session lock: the current run, and the checkpoint a rewind restores. */
+  async #beginInput(db: Queryable, session: SessionHeader | undefined, restoreId: string | undefined): Promise<BeginRunInput<PostgresRestorePoint>> {
+    const checkpointId = restoreId === undefined || restoreId === GENESIS_CHECKPOINT ? undefined : parseCheckpointId(restoreId);
+    const currentRunId = session?.currentRunId;
+    if (!session || (currentRunId === undefined && checkpointId === undefined)) return { session, currentRun: undefined };
+    const [read] = await run<BeginReadRow>(db, this.#sql.beginRead, [session.sessionId, currentRunId ?? null, checkpointId ?? null]);
+    return {
+      session,
+      currentRun: currentRunId === undefined || !read || read.run_status === null ? undefined : { runId: currentRunId, status: read.run_status as RunStatus, stepCount: read.run_step_count ?? 0 },
+      // restoreId is set whenever checkpointId is.
+      restorePoint: checkpointId === undefined || !read || read.restore_count === null ? undefined : { checkpointId: restoreId!, messageCount: read.restore_count, id: checkpointId },
+    };
   }
+
+  // ---- K2–K5 ----
 
   async #commit(commit: Commit): Promise<CommitReceipt> {
-    const isStep = commit.kind === 'step';
-    if (isStep && commit.stepIndex === undefined) throw new StateCommitError(`A step commit of run ${commit.runId} has no step index.`);
-    const appended = commit.appendMessages?.length ?? 0;
-    const usage = commit.usage !== undefined && commit.usage.length > 0 ? commit.usage : undefined;
-    let row: CommitRow | undefined;
+    const sessionId = commit.sessionId;
     try {
-      [row] = await run<CommitRow>(this.pool, this.#sql.commit, [
-        commit.sessionId,
-        commit.runId,
-        commit.kind,
-        commit.stepIndex ?? null,
-        appended > 0 ? JSON.stringify(commit.appendMessages) : null,
-        appended,
-        toJson(commit.state),
-        commit.runStatus ?? null,
-        toJson(commit.output),
-        toJson(commit.error),
-        commit.checkpoint ?? null,
-        usage ? JSON.stringify(usage) : null,
-        commit.committedAt,
-        commit.epoch,
-        POSTGRES_SCHEMA_VERSION,
-        usage ? usage.map((e) => e.sessionId) : null,
-        usage ? usage.map((e) => e.runId) : null,
-        toJson(commit.suspension),
-      ]);
+      // The hot path: decide from the kept header (or one fresh read) and write under a compare-and-set.
+      const kept = this.#headers.get(sessionId);
+      const basis = kept ?? (await this.#readHeader(this.pool, sessionId));
+      const decision = planCommit(basis, commit);
+      // A refusal decided from a fresh read is final; one decided from the kept header is confirmed under the lock.
+      if (!decision.ok && !kept) throw decision.error;
+      const written = decision.ok ? await this.#writeCommit(this.pool, commit, basis, decision) : undefined;
+      const receipt = decision.ok && written ? this.#committed(commit, decision, written) : await this.#commitLocked(commit);
+      return receipt;
     } catch (error) {
-      if (isStep && sqlState(error) === '23505' && (error as { constraint?: string }).constraint === 'steps_pkey') {
-        throw new StateCommitError(`Step ${String(commit.stepIndex)} of run ${commit.runId} is already committed.`, { cause: error });
+      this.#headers.delete(sessionId);
+      throw error;
+    }
+  }
+
+  /**
+   * The contended path, when the session moved on since its header was read (or a refusal needs a
+   * fresh read): lock the session row, read the header under the lock, decide, write. Commits racing
+   * for one session queue on its row lock here, so each makes progress.
+   */
+  async #commitLocked(commit: Commit): Promise<CommitReceipt> {
+    return transaction(this.pool, 'commit', async (client) => {
+      await run(client, this.#sql.lockSession, [commit.sessionId]);
+      const basis = await this.#readHeader(client, commit.sessionId);
+      const plan = orThrow(planCommit(basis, commit));
+      const written = await this.#writeCommit(client, commit, basis, plan);
+      if (!written) throw new StateCommitError(`Session ${commit.sessionId} changed under its row lock while run ${commit.runId} committed.`);
+      return this.#committed(commit, plan, written);
+    });
+  }
+
+  /** Keeps the header a commit left, and returns its receipt. */
+  #committed(commit: Commit, plan: CommitPlan, written: { checkpointId?: string }): CommitReceipt {
+    this.#keep(commit.sessionId, { session: plan.session, run: plan.run });
+    return { version: plan.session.version, messageCount: plan.session.messageCount, ...written };
+  }
+
+  /** The header a commit decides from, read fresh (one snapshot of the session row, its current run and that run's steps). */
+  async #readHeader(db: Queryable, sessionId: string): Promise<CommitBasis> {
+    let row: (HeaderRow & { run_status: string | null; run_step_count: number | null; run_steps: string | null }) | undefined;
+    try {
+      [row] = await run<HeaderRow & { run_status: string | null; run_step_count: number | null; run_steps: string | null }>(db, this.#sql.header, [sessionId]);
+    } catch (error) {
+      throw storeError('commit', error);
+    }
+    if (!row) return { session: undefined, run: undefined };
+    const session = toHeader(row, this.schema);
+    const runId = row.current_run_id;
+    return {
+      session,
+      run:
+        runId === null || row.run_status === null
+          ? undefined
+          : {
+              runId,
+              status: row.run_status as RunStatus,
+              epoch: row.run_epoch,
+              stepCount: row.run_step_count ?? 0,
+              committedSteps: stepSetOf((fromJson(row.run_steps) as number[] | undefined) ?? []),
+            },
+    };
+  }
+
+  /**
+   * Writes a commit's plan in one statement, conditioned on the header it was decided from. Returns
+   * undefined when the condition failed (nothing was written), else the checkpoint the commit wrote.
+   */
+  async #writeCommit(db: Queryable, commit: Commit, basis: CommitBasis, plan: CommitPlan): Promise<{ checkpointId?: string } | undefined> {
+    let row: { applied: number; checkpoint_id: string | number | null } | undefined;
+    try {
+      [row] = await run<{ applied: number; checkpoint_id: string | number | null }>(db, this.#sql.commit, commitValues(commit, basis, plan));
+    } catch (error) {
+      // A second commit of a step breaks the steps primary key and rolls the whole statement back.
+      if (plan.stepIndex !== undefined && sqlState(error) === '23505' && (error as { constraint?: string }).constraint === 'steps_pkey') {
+        throw new StateCommitError(`Step ${String(plan.stepIndex)} of run ${commit.runId} is already committed or has no index.`, { cause: error });
       }
       throw storeError('commit', error);
     }
-    if (!row) throw new StateCommitError(`Session ${commit.sessionId} does not exist.`);
-    // No session row updated: the fence refused the commit, and nothing was written.
-    if (row.version === null || row.message_count === null) throw new RunSupersededError(commit.sessionId, commit.runId, row.current_run_id ?? undefined);
-    return {
-      version: toNumber(row.version),
-      messageCount: row.message_count,
-      ...(row.checkpoint_id === null ? {} : { checkpointId: `${CHECKPOINT_PREFIX}${String(row.checkpoint_id)}` }),
-    };
+    if (!row || row.applied === 0) return undefined;
+    return row.checkpoint_id === null ? {} : { checkpointId: `${CHECKPOINT_PREFIX}${String(row.checkpoint_id)}` };
   }
+
+  // ---- leases, claims, journal ----
 
   async #renewLease(runId: string, epoch: number, leaseMs: number, now: number): Promise<RunLease> {
     const expiresAt = now + leaseMs;
     try {
-      const [renewed] = await run<{ lease_owner: string }>(this.pool, this.#sql.renew, [runId, epoch, expiresAt]);
-      if (renewed) return { runId, epoch, owner: renewed.lease_owner, expiresAt };
-      const [fence] = await run<{ session_id: string; current_run_id: string | null }>(this.pool, this.#sql.fenceOf, [runId]);
-      if (!fence) throw new StateCommitError(`Run ${runId} was never begun.`);
-      throw new RunSupersededError(fence.session_id, runId, fence.current_run_id ?? undefined);
+      for (let attempt = 1; ; attempt++) {
+        const [renewed] = await run<{ lease_owner: string }>(this.pool, this.#sql.renew, [runId, epoch, expiresAt]);
+        if (renewed) return { runId, epoch, owner: renewed.lease_owner, expiresAt };
+        // The fence the caller presented does not hold: the rules say why, from fresh records.
+        const fence = await this.#runFence(this.pool, runId);
+        const decision = planRenewLease({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined }, runId, epoch, leaseMs, now);
+        if (!decision.ok) throw decision.error;
+        if (attempt >= MAX_ATTEMPTS) throw new StateCommitError(`The lease of run ${runId} kept changing; retry the renewal.`, { retryable: true });
+      }
     } catch (error) {
       throw storeError('renewLease', error);
     }
   }
 
-  async listRecoverable(now: number, limit = 100): Promise<readonly RecoverableRun[]> {
-    try {
-      const rows = await run<{ session_id: string; run_id: string; agent_type: string; epoch: number; lease_owner: string; lease_expires_at: string }>(this.pool, this.#sql.recoverable, [now, limit]);
-      return rows.map((r) => ({
-        sessionId: r.session_id,
-        runId: r.run_id,
-        agentType: r.agent_type,
-        epoch: r.epoch,
-        leaseOwner: r.lease_owner,
-        leaseExpiresAt: toNumber(r.lease_expires_at),
-      }));
-    } catch (error) {
-      throw storeError('listRecoverable', error);
-    }
-  }
-
   async #claimRun(runId: string, owner: string, leaseMs: number, now: number): Promise<ClaimedRun> {
     const sql = this.#sql;
-    return transaction(this.pool, 'claimRun', async (client) => {
+    const claimed = await transaction(this.pool, 'claimRun', async (client) => {
       await run(client, sql.claimLock, [runId]);
-      const [row] = await run<{ run: string; session: string; messages: string | null }>(client, sql.claimWrite, [runId, owner, now + leaseMs, now, POSTGRES_SCHEMA_VERSION]);
-      if (!row) throw await this.#notRecoverable(client, runId);
-      const runRecord = toRun(JSON.parse(row.run) as RunRow, this.schema);
-      const session = toSession({ ...(JSON.parse(row.session) as SessionRow), messages: row.messages }, this.schema);
-      const journal = (await run<JournalRow>(client, sql.journalLoad, [runId])).map(toJournal);
-      return {
-        session,
-        run: runRecord,
-        lease: { runId, epoch: runRecord.epoch, owner, expiresAt: runRecord.leaseExpiresAt },
-        journal,
-      };
+      for (let attempt = 1; ; attempt++) {
+        const fence = await this.#runFence(client, runId);
+        const { lease } = orThrow(planClaimRun({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined }, runId, owner, leaseMs, now));
+        const [row] = await run<{ run: string; session: string; messages: string | null; journal: string | null }>(client, sql.claimWrite, [
+          runId,
+          lease.epoch,
+          lease.owner,
+          lease.expiresAt,
+          POSTGRES_SCHEMA_VERSION,
+          fence!.epoch,
+          fence!.lease_expires_at,
+        ]);
+        if (row) {
+          const journal = ((fromJson(row.journal) as JournalRow[] | undefined) ?? []).map(toJournal);
+          return { session: toSession({ ...(JSON.parse(row.session) as SessionRow), messages: row.messages }, this.schema), run: toRun(JSON.parse(row.run) as RunRow, this.schema), lease, journal };
+        }
+        // The run changed between the read and the write (a renewal): read it again and decide again.
+        if (attempt >= MAX_ATTEMPTS) throw new StateCommitError(`Run ${runId} kept changing while it was claimed; retry the claim.`, { retryable: true });
+      }
     });
+    // The claim moved the session's fence: its next commit reads the header again.
+    this.#headers.delete(claimed.session.sessionId);
+    return claimed;
   }
 
-  async #notRecoverable(db: Queryable, runId: string): Promise<AgentError> {
-    const [row] = await run<RunRow>(db, this.#sql.run, [runId]);
-    const [fence] = row ? await run<{ current_run_id: string | null }>(db, this.#sql.fenceOf, [runId]) : [];
-    const why = !row
-      ? 'it does not exist'
-      : row.status !== 'running'
-        ? `it is ${row.status}`
-        : fence?.current_run_id !== runId
-          ? 'another run took over its session'
-          : 'its lease has not expired';
-    return new AgentError('state_run_not_recoverable', `Run ${runId} cannot be claimed: ${why}.`, { details: { runId } });
+  /** A run and its session's fence, or undefined when the run does not exist. */
+  async #runFence(db: Queryable, runId: string): Promise<RunFenceRow | undefined> {
+    const [fence] = await run<RunFenceRow>(db, this.#sql.runFence, [runId]);
+    if (fence) checkRecordVersion(fence.record_version, this.schema);
+    if (fence && fence.session_record_version !== null) checkRecordVersion(fence.session_record_version, this.schema);
+    return fence;
   }
 
   async #appendJournal(entry: JournalEntry): Promise<JournalEntry> {
     const sql = this.#sql;
     try {
-      const inserted = await run(this.pool, sql.journalAppend, [entry.runId, entry.epoch, entry.key, entry.stepIndex, entry.kind, toJson(entry.data), entry.at]);
-      if (inserted.length > 0) return entry;
-      const [check] = await run<{ session_id: string; current_run_id: string | null; run_epoch: number | null; run_open: boolean | null; existing: string | null }>(this.pool, sql.journalCheck, [
-        entry.runId,
-        entry.key,
-      ]);
-      if (!check) throw new StateCommitError(`Run ${entry.runId} was never begun.`);
-      if (check.current_run_id !== entry.runId || check.run_epoch !== entry.epoch || check.run_open !== true) {
-        throw new RunSupersededError(check.session_id, entry.runId, check.current_run_id ?? undefined);
+      for (let attempt = 1; ; attempt++) {
+        const inserted = await run(this.pool, sql.journalAppend, [entry.runId, entry.epoch, entry.key, entry.stepIndex, entry.kind, toJson(entry.data), entry.at]);
+        if (inserted.length > 0) return entry;
+        // Not written: the fence does not hold, or the key exists. The rules decide from fresh records.
+        const fence = await this.#runFence(this.pool, entry.runId);
+        const [stored] = fence ? await run<JournalRow>(this.pool, sql.journalEntry, [entry.runId, entry.key]) : [];
+        const plan = orThrow(planJournalAppend({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined, existing: stored && toJournal(stored) }, entry));
+        if (!plan.write) return plan.entry;
+        if (attempt >= MAX_ATTEMPTS) throw new StateCommitError(`Journal entry ${entry.key} of run ${entry.runId} was neither written nor found; retry the write.`, { retryable: true });
       }
-      if (check.existing === null) throw new StateCommitError(`Journal entry ${entry.key} of run ${entry.runId} was neither written nor found; retry the write.`);
-      return toJournal(JSON.parse(check.existing) as JournalRow);
     } catch (error) {
       throw storeError('appendJournal', error);
     }
@@ -616,13 +729,6 @@ export class PostgresStateStore implements StateStore, UsageStore {
   }
 }
 
-interface CommitRow {
-  current_run_id: string | null;
-  version: string | number | null;
-  message_count: number | null;
-  checkpoint_id: string | number | null;
-}
-
 interface CheckpointRow {
   id: string | number;
   session_id: string;
@@ -660,7 +766,8 @@ function checkRecordVersion(version: number, schema: string): void {
   if (version > POSTGRES_SCHEMA_VERSION) throw schemaTooNewError(schema, version);
 }
 
-function toSession(row: SessionRow, schema: string): SessionSnapshot {
+/** The session header the rules read, from its columns. */
+function toHeader(row: HeaderRow, schema: string): SessionHeader {
   checkRecordVersion(row.record_version, schema);
   const turn: TurnRecord | undefined =
     row.turn_id === null
@@ -676,14 +783,106 @@ function toSession(row: SessionRow, schema: string): SessionSnapshot {
     sessionId: row.session_id,
     agentType: row.agent_type,
     ...(row.parent_session_id === null ? {} : { parentSessionId: row.parent_session_id }),
-    state: fromJson(row.state),
-    messages: (fromJson(row.messages) as Message[] | undefined) ?? [],
     currentRunId: row.current_run_id ?? undefined,
     turn,
     version: toNumber(row.version),
     stepCount: row.step_count,
+    messageCount: row.message_count,
     resumeCount: row.resume_count,
   };
+}
+
+function toSession(row: SessionRow, schema: string): SessionSnapshot {
+  return sessionSnapshot(toHeader(row, schema), fromJson(row.state), (fromJson(row.messages) as Message[] | undefined) ?? []);
+}
+
+/** What renew, claim and a journal append read of a run. */
+function runHeaderOf(row: RunFenceRow): Pick<RunHeader, 'runId' | 'sessionId' | 'status' | 'epoch' | 'leaseOwner' | 'leaseExpiresAt'> {
+  return { runId: row.run_id, sessionId: row.session_id, status: row.status as RunStatus, epoch: row.epoch, leaseOwner: row.lease_owner, leaseExpiresAt: toNumber(row.lease_expires_at) };
+}
+
+/** A checkpoint a rewind restores, with its row id. */
+interface PostgresRestorePoint extends RestorePoint {
+  readonly id: string;
+}
+
+/** The parameters of `beginWrite`: K1's plan. */
+function beginWriteValues(request: BeginRunRequest, plan: BeginRunPlan<PostgresRestorePoint>): unknown[] {
+  const { session, run: record, rewind, supersede } = plan;
+  const turn = session.turn;
+  return [
+    request.sessionId,
+    POSTGRES_SCHEMA_VERSION,
+    record.runId,
+    session.agentType,
+    record.signal,
+    toJson(record.options),
+    record.startedAt,
+    record.leaseOwner,
+    record.leaseExpiresAt,
+    supersede?.runId ?? null,
+    record.turnId,
+    request.newTurn ? JSON.stringify(request.newTurn.input) : null,
+    rewind !== undefined,
+    rewind?.to === 'checkpoint' ? rewind.checkpoint.id : null,
+    session.messageCount,
+    turn?.firstRunId ?? null,
+    turn?.startCommitted ?? false,
+    turn?.inputMessageIndex ?? null,
+    session.version,
+    session.resumeCount,
+    supersede?.endedAt ?? null,
+  ];
+}
+
+/** The parameters of `commit`: the plan, and the fence and version it was decided from. */
+function commitValues(commit: Commit, basis: CommitBasis, plan: CommitPlan): unknown[] {
+  const { session, run: after, append } = plan;
+  return [
+    commit.sessionId,
+    commit.runId,
+    commit.epoch,
+    basis.session?.version ?? 0,
+    POSTGRES_SCHEMA_VERSION,
+    session.version,
+    session.messageCount,
+    session.stepCount,
+    after.status === 'running',
+    session.turn?.startCommitted ?? false,
+    session.turn?.inputMessageIndex ?? null,
+    toJson(commit.state),
+    commit.committedAt,
+    plan.stepIndex ?? null,
+    append.at,
+    append.messages.length > 0 ? JSON.stringify(append.messages) : null,
+    after.stepCount,
+    ...runPatchValues(plan.runPatch),
+    ...checkpointValues(plan.checkpoint),
+    ...usageValues(commit.usage),
+    ...journalDropValues(plan.dropJournal),
+  ];
+}
+
+/** `commit` $18–$22: the run fields a commit sets (NULL keeps the stored value). */
+function runPatchValues(patch: RunPatch = {}): unknown[] {
+  return [patch.status ?? null, patch.endedAt ?? null, toJson(patch.output), toJson(patch.error), toJson(patch.suspension)];
+}
+
+/** `commit` $23–$26: the checkpoint to write (its kind NULL for none). */
+function checkpointValues(checkpoint: CheckpointDraft | undefined): unknown[] {
+  return checkpoint ? [checkpoint.kind, checkpoint.stepCount, checkpoint.messageCount, checkpoint.createdAt] : [null, null, null, null];
+}
+
+/** `commit` $27–$29: the usage entries, their sessions and runs. */
+function usageValues(usage: readonly UsageEntry[] | undefined): unknown[] {
+  if (usage === undefined || usage.length === 0) return [null, null, null];
+  return [JSON.stringify(usage), usage.map((e) => e.sessionId), usage.map((e) => e.runId)];
+}
+
+/** `commit` $30–$31: the run's journal entries to drop (all, or through a step). */
+function journalDropValues(drop: JournalDrop | undefined): unknown[] {
+  if (!drop) return [false, null];
+  return drop.all ? [true, null] : [false, drop.throughStep];
 }
 
 function toRun(row: RunRow, schema: string): RunRecord {

@@ -4,7 +4,8 @@
 // notification and polling paths. The real two-process tests are in two-process.test.ts.
 import { runStateStoreConformance, runStreamManagerConformance, runUsageStoreConformance } from '@helix-agents/sdk/conformance';
 import { AgentError } from '@helix-agents/sdk';
-import type { StateStore, StreamChunk, StreamChunkInput, StreamManager, UsageStore } from '@helix-agents/sdk';
+import type { StreamChunk, StreamChunkInput, StreamManager, UsageStore } from '@helix-agents/sdk';
+import type { StateStore } from '@helix-agents/sdk/store';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -12,6 +13,7 @@ import {
   openPostgresStores,
   POSTGRES_MIGRATIONS,
   POSTGRES_SCHEMA_VERSION,
+  PostgresStateStore,
   PostgresStreamManager,
   type PostgresMigration,
   type PostgresStores,
@@ -257,6 +259,54 @@ describe('PostgresStateStore: one-statement commits under contention', () => {
     const { rows } = await a.pool.query<{ n: number; max: number }>(`SELECT count(*)::int AS n, max(idx) AS max FROM "${schema}".messages`);
     expect(rows[0]).toEqual({ n: 3 * commits, max: 3 * commits - 1 });
     await Promise.all([a.close(), b.close()]);
+  });
+});
+
+describe('PostgresStateStore: commits decide from the header the store kept', () => {
+  const begin = (runId: string, signal: 'start' | 'resumed' = 'start') => ({
+    sessionId: 's',
+    runId,
+    agentType: 'a',
+    signal,
+    initialState: { n: 0 },
+    newTurn: { turnId: `t-${runId}`, input: [] },
+    startedAt: 1,
+    leaseOwner: 'p',
+    leaseMs: 60_000,
+    options: {},
+  });
+  const step = (runId: string, stepIndex: number) => ({ sessionId: 's', runId, epoch: 1, kind: 'step' as const, stepIndex, appendMessages: [{ role: 'assistant' as const, content: `${runId}:${stepIndex}` }], state: { n: stepIndex + 1 }, committedAt: stepIndex });
+
+  it('a step commit is one statement (one round trip) once the store knows the session', async () => {
+    const pool = newPool();
+    const stores = await openPostgresStores({ pool, schema: cluster.schemaName('rt') });
+    const counting = countingPool(pool);
+    const store = new PostgresStateStore(counting.pool, { schema: stores.schema });
+    // K1 runs in a transaction on a pooled client (not counted here); it leaves the header the commits decide from.
+    await store.beginRun(begin('r1'));
+    const before = counting.count();
+    for (let i = 0; i < 5; i++) await store.commit(step('r1', i));
+    expect(counting.count() - before).toBe(5);
+    expect(await stores.stateStore.loadSession('s')).toMatchObject({ stepCount: 5, state: { n: 5 }, version: 6 });
+    await stores.close();
+  });
+
+  it('a kept header gone stale writes nothing: the refusal comes from the rules, from fresh records', async () => {
+    const pool = newPool();
+    const stores = await openPostgresStores({ pool, schema: cluster.schemaName('stale') });
+    const first = new PostgresStateStore(pool, { schema: stores.schema });
+    await first.beginRun(begin('r1'));
+    await first.commit(step('r1', 0));
+    // Another instance takes the session over; `first` still keeps the header of version 2.
+    await stores.stateStore.beginRun(begin('r2'));
+    expect(await codeOf(first.commit(step('r1', 1)))).toBe('state_run_superseded');
+    expect(await stores.stateStore.loadSession('s')).toMatchObject({ currentRunId: 'r2', stepCount: 1, state: { n: 1 }, version: 3 });
+    expect((await stores.stateStore.loadSession('s'))?.messages).toHaveLength(1);
+    // And a header that is stale but whose commit is still allowed lands after the fresh read: r2 commits through `first`.
+    await stores.stateStore.commit(step('r2', 0));
+    await first.commit(step('r2', 1));
+    expect(await stores.stateStore.loadSession('s')).toMatchObject({ stepCount: 3, version: 5, messages: [{ content: 'r1:0' }, { content: 'r2:0' }, { content: 'r2:1' }] });
+    await stores.close();
   });
 });
 

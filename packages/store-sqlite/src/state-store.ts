@@ -1,34 +1,36 @@
-import { AgentError, GENESIS_CHECKPOINT, RunSupersededError, StateCommitError, stateConflictError } from '@helix-agents/sdk';
+import { AgentError, StateCommitError } from '@helix-agents/sdk';
+import type { AgentErrorInfo, Message, UsageEntry, UsageFilter, UsageRollup, UsageStore } from '@helix-agents/sdk';
+import { beginRunResult, GENESIS_CHECKPOINT, NO_STEPS, orThrow, planBeginRun, planClaimRun, planCommit, planJournalAppend, planRenewLease, sessionSnapshot } from '@helix-agents/sdk/store';
 import type {
-  AgentErrorInfo,
+  BeginRunInput,
+  BeginRunPlan,
   BeginRunRequest,
   BeginRunResult,
   Checkpoint,
   CheckpointInfo,
   ClaimedRun,
   Commit,
+  CommitPlan,
   CommitReceipt,
+  CommittingRun,
   JournalEntry,
   JournalKind,
-  Message,
   RecoverableRun,
+  RestorePoint,
+  RunHeader,
   RunLease,
   RunRecord,
   RunStatus,
+  SessionHeader,
   SessionSnapshot,
   StateStore,
+  StepSet,
   SuspensionRecord,
   TurnRecord,
-  UsageEntry,
-  UsageFilter,
-  UsageRollup,
-  UsageStore,
-} from '@helix-agents/sdk';
+} from '@helix-agents/sdk/store';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { SqliteDatabase } from './database.js';
 import { deferred, handleOf, immediate } from './database.js';
-import type { StepRanges } from './step-ranges.js';
-import { addStep, hasStep } from './step-ranges.js';
 import { schemaTooNew, SQLITE_RECORD_VERSION } from './migrations.js';
 import { UsageTable } from './usage-store.js';
 
@@ -74,14 +76,31 @@ interface RunRow {
   options: string;
 }
 
-/** What the fence of a write reads: the session and the run's status and epoch, in one lookup. */
-interface FenceRow {
-  sid: number;
-  current_run_id: string | null;
-  turn: string | null;
-  record_version: number;
+/** What a commit reads: the session row and the status and epoch of the run it names, in one lookup. */
+interface FenceRow extends SessionRow {
   run_epoch: number | null;
   run_status: RunStatus | null;
+}
+
+/** What renew, claim and a journal append read: the run and its session's current run id, in one lookup. */
+interface RunFenceRow {
+  run_id: string;
+  session_id: string;
+  record_version: number;
+  status: RunStatus;
+  epoch: number;
+  lease_owner: string;
+  lease_expires_at: number;
+  current_run_id: string | null;
+  session_record_version: number | null;
+}
+
+/** A checkpoint a rewind restores, with the keys of its commits row. */
+interface SqliteRestorePoint extends RestorePoint {
+  /** The session version of its commits row: the checkpoints after it are those of later versions. */
+  readonly version: number;
+  /** The commits row that holds its state. */
+  readonly stateRef: number;
 }
 
 interface CheckpointRow {
@@ -123,11 +142,13 @@ function parse<T>(text: string | null): T | undefined {
 
 /**
  * The SQLite {@link StateStore}, also a {@link UsageStore} so that usage passed with a commit is
- * recorded in the commit's transaction. Every write is ONE `BEGIN IMMEDIATE` transaction that does the
- * fence check (current run, epoch, status) and the write together, so two connections or two processes
- * on the same file cannot both win. A step commit inserts its message rows and one `commits` row (the
- * session's new counters, state, usage and checkpoint) and updates nothing else. Statements are
- * prepared once per store.
+ * recorded in the commit's transaction. Every write is ONE `BEGIN IMMEDIATE` transaction: it reads the
+ * session's rows (the session row, its head commits row, the run), asks the session rules of
+ * `@helix-agents/sdk/store` for a plan, and writes the plan. BEGIN IMMEDIATE takes the database's write
+ * lock before the read, so nothing can change between the read and the write: two connections or two
+ * processes on the same file cannot both win, and a refused write writes nothing. A step commit inserts
+ * its message rows and one `commits` row (the session's new counters, state, usage and checkpoint) and
+ * updates nothing else. Statements are prepared once per store.
  */
 export class SqliteStateStore implements StateStore, UsageStore {
   /** The database this store writes. */
@@ -288,213 +309,145 @@ export class SqliteStateStore implements StateStore, UsageStore {
   // ---- the transactions (each runs inside BEGIN IMMEDIATE ... COMMIT) ----
 
   #doBeginRun(request: BeginRunRequest): BeginRunResult {
+    const found = this.#q.session.get(request.sessionId);
+    if (found) this.#checkRecord('session', found.record_version);
+    const head = found ? this.#head(found.sid) : undefined;
+    const plan = orThrow(planBeginRun(this.#beginInput(found, head, request.restoreCheckpointId), request));
+    this.#writeBegin(request, plan, found?.sid, head);
+    return beginRunResult(plan, this.#snapshot(this.#q.session.get(request.sessionId)!));
+  }
+
+  /** What K1 decides from: the session's header, its current run, the checkpoint a rewind restores. */
+  #beginInput(found: SessionRow | undefined, head: HeadRow | undefined, restoreId: string | undefined): BeginRunInput<SqliteRestorePoint> {
+    if (!found || !head) return { session: undefined, currentRun: undefined };
+    const current = found.current_run_id === null ? undefined : this.#q.runHeader.get(found.current_run_id);
+    return {
+      session: sessionHeader(found, head),
+      currentRun: current && { runId: current.run_id, status: current.status, stepCount: runStepCount(current, head) },
+      restorePoint: restoreId === undefined || restoreId === GENESIS_CHECKPOINT ? undefined : this.#restorePoint(found.sid, restoreId),
+    };
+  }
+
+  /** Writes K1's plan: the session row (created if new), a rewind, the superseded run, the new run, and a commits row. */
+  #writeBegin(request: BeginRunRequest, plan: BeginRunPlan<SqliteRestorePoint>, existing: number | undefined, head: HeadRow | undefined): void {
     const q = this.#q;
-    let row = q.session.get(request.sessionId);
-    if (row) this.#checkRecord('session', row.record_version);
-    if (request.expect) {
-      const current = row?.current_run_id ?? undefined;
-      const status = current === undefined ? undefined : q.runStatus.get(current);
-      if (current !== request.expect.currentRunId || status !== request.expect.status) {
-        throw stateConflictError(request, current, status === undefined ? undefined : String(status));
-      }
+    const { rewind, supersede, session, run } = plan;
+    const sid = existing ?? Number(q.insertSession.run(request.sessionId, SQLITE_RECORD_VERSION, request.agentType, request.parentSessionId ?? null).lastInsertRowid);
+    // The commits row holding the state the session goes on from; NULL for a new session's first row, which holds the state itself.
+    let stateRef = head?.state_ref ?? null;
+    if (rewind) {
+      // Later checkpoints stop being checkpoints (their rows stay: versions only grow).
+      q.deleteMessages.run(sid, rewind.messageCount);
+      q.dropCheckpoints.run(sid, rewind.to === 'genesis' ? 0 : rewind.checkpoint.version);
+      if (!plan.create) stateRef = rewind.to === 'genesis' ? q.genesis.get(sid)! : rewind.checkpoint.stateRef;
     }
-    let turn: TurnRecord | undefined = request.newTurn
-      ? { turnId: request.newTurn.turnId, firstRunId: request.runId, input: request.newTurn.input, startCommitted: false }
-      : parse<TurnRecord>(row?.turn ?? null);
-    if (!turn) throw new StateCommitError(`Session ${request.sessionId} has no turn to continue; start a run with a new turn.`);
-    let head: HeadRow | undefined;
-    let supersededRunId: string | undefined;
-    let restored: { stateRef: number; messageCount: number } | undefined;
-    if (!row) {
-      // A new session is at its genesis already; any other checkpoint cannot exist in it.
-      if (request.restoreCheckpointId !== undefined && request.restoreCheckpointId !== GENESIS_CHECKPOINT) throw checkpointNotFound(request.sessionId, request.restoreCheckpointId);
-      q.insertSession.run(request.sessionId, SQLITE_RECORD_VERSION, request.agentType, request.parentSessionId ?? null);
-    } else {
-      const sid = row.sid;
-      head = this.#head(sid);
-      if (request.restoreCheckpointId !== undefined) {
-        restored = this.#restore(sid, request.sessionId, request.restoreCheckpointId, head.message_count);
-        // A rewind to before the turn's input rows discards the turn's start commit (rule 22).
-        if (turn.startCommitted && (turn.inputMessageIndex ?? 0) >= restored.messageCount) {
-          const { inputMessageIndex: _dropped, ...rest } = turn;
-          turn = { ...rest, startCommitted: false };
-        }
-      }
-      if (row.current_run_id !== null && q.runStatus.get(row.current_run_id) === 'running') {
-        supersededRunId = row.current_run_id;
-        q.supersedeRun.run(request.startedAt, head.run_id === supersededRunId ? head.run_step_count : 0, supersededRunId);
-        q.dropJournal.run(supersededRunId);
-      }
+    if (supersede) {
+      q.supersedeRun.run(supersede.endedAt, supersede.stepCount, supersede.runId);
+      q.dropJournal.run(supersede.runId);
     }
-    q.startSession.run(request.runId, JSON.stringify(turn), request.agentType, request.signal === 'resumed' ? 1 : 0, request.sessionId);
-    row = q.session.get(request.sessionId)!;
-    const expiresAt = request.startedAt + request.leaseMs;
-    q.insertRun.run(
-      request.runId,
-      SQLITE_RECORD_VERSION,
-      request.sessionId,
-      turn.turnId,
-      request.agentType,
-      request.signal,
-      request.startedAt,
-      request.leaseOwner,
-      expiresAt,
-      JSON.stringify(request.options),
-    );
+    q.startSession.run(run.runId, json(session.turn), session.agentType, session.resumeCount, sid);
+    q.insertRun.run(run.runId, SQLITE_RECORD_VERSION, run.sessionId, run.turnId, run.agentType, run.signal, run.startedAt, run.leaseOwner, run.leaseExpiresAt, JSON.stringify(run.options));
     // K1 is a write of the session too: it gets a commits row (the version moves, the new run's step set starts empty).
     // The session's first row holds the initial state, which is what a rewind to genesis restores.
     q.insertCommit.run(
-      row.sid,
-      (head?.version ?? 0) + 1,
-      request.runId,
+      sid,
+      session.version,
+      run.runId,
       'run_start',
-      restored?.messageCount ?? head?.message_count ?? 0,
-      head?.step_count ?? 0,
-      0,
-      '[]',
-      head ? null : JSON.stringify(request.initialState),
-      // A new session's first row has the state itself (NULL = this row).
-      restored?.stateRef ?? head?.state_ref ?? null,
+      session.messageCount,
+      session.stepCount,
+      plan.runHeader.stepCount,
+      JSON.stringify(plan.runHeader.committedSteps),
+      plan.create ? JSON.stringify(request.initialState) : null,
+      stateRef,
       null,
       null,
       request.startedAt,
     );
-    const session = this.#snapshot(row);
-    const lease: RunLease = { runId: request.runId, epoch: 1, owner: request.leaseOwner, expiresAt };
-    return { session, lease, ...(supersededRunId === undefined ? {} : { supersededRunId }) };
   }
 
-  /** Rewinds a session's rows to a checkpoint: later messages are deleted, later checkpoints stop being checkpoints (their rows stay: versions only grow). */
-  #restore(sid: number, sessionId: string, checkpointId: string, messageCount: number): { stateRef: number; messageCount: number } {
-    const q = this.#q;
-    let target: { stateRef: number; messageCount: number; version: number };
-    if (checkpointId === GENESIS_CHECKPOINT) target = { stateRef: q.genesis.get(sid)!, messageCount: 0, version: 0 };
-    else {
-      const match = /^cp_(\d+)$/.exec(checkpointId);
-      const checkpoint = match ? q.checkpoint.get(Number(match[1]), sid) : undefined;
-      if (!checkpoint) throw checkpointNotFound(sessionId, checkpointId);
-      target = { stateRef: checkpoint.state_ref, messageCount: Math.min(messageCount, checkpoint.message_count), version: checkpoint.version };
-    }
-    q.deleteMessages.run(sid, target.messageCount);
-    q.dropCheckpoints.run(sid, target.version);
-    return { stateRef: target.stateRef, messageCount: target.messageCount };
-  }
-
-  /** Refuses a write from a run that is not the session's current, running run at this epoch. */
-  #fence(sessionId: string, runId: string, epoch: number): FenceRow {
-    const fence = this.#q.fence.get(runId, sessionId);
-    if (!fence) throw new StateCommitError(`Session ${sessionId} does not exist.`);
-    this.#checkRecord('session', fence.record_version);
-    if (fence.current_run_id !== runId || fence.run_status !== 'running' || fence.run_epoch !== epoch) {
-      throw new RunSupersededError(sessionId, runId, fence.current_run_id ?? undefined);
-    }
-    return fence;
+  /** A checkpoint of the session a rewind can restore, with the row keys it needs, or undefined. */
+  #restorePoint(sid: number, checkpointId: string): SqliteRestorePoint | undefined {
+    const match = /^cp_(\d+)$/.exec(checkpointId);
+    const row = match ? this.#q.checkpoint.get(Number(match[1]), sid) : undefined;
+    return row && { checkpointId, messageCount: row.message_count, version: row.version, stateRef: row.state_ref };
   }
 
   #doCommit(commit: Commit): CommitReceipt {
+    const fence = this.#q.fence.get(commit.runId, commit.sessionId);
+    if (fence) this.#checkRecord('session', fence.record_version);
+    const head = fence ? this.#head(fence.sid) : undefined;
+    const plan = orThrow(planCommit({ session: fence && head ? sessionHeader(fence, head) : undefined, run: fence && head && committingRun(fence, head, commit.runId) }, commit));
+    // Accepted: the session and its head exist.
+    const id = this.#writeCommit(commit, plan, fence!.sid, head!);
+    return { version: plan.session.version, messageCount: plan.session.messageCount, ...(plan.checkpoint ? { checkpointId: `cp_${id}` } : {}) };
+  }
+
+  /** Writes a commit's plan: its message rows, the turn, one commits row, the journal drop, the runs row if it changes. Returns the commits row's id. */
+  #writeCommit(commit: Commit, plan: CommitPlan, sid: number, head: HeadRow): number {
     const q = this.#q;
-    const fence = this.#fence(commit.sessionId, commit.runId, commit.epoch);
-    const sid = fence.sid;
-    const head = this.#head(sid);
-    // Only the current run commits, and its K1 wrote a commits row: the head's step set is this run's.
-    let steps = JSON.parse(head.run_steps) as StepRanges;
-    const isStep = commit.kind === 'step';
-    if (isStep) {
-      if (commit.stepIndex === undefined || hasStep(steps, commit.stepIndex)) {
-        throw new StateCommitError(`Step ${String(commit.stepIndex)} of run ${commit.runId} is already committed or has no index.`);
-      }
-      steps = addStep(steps, commit.stepIndex);
-    }
-    const before = head.message_count;
-    let messageCount = before;
-    if (commit.appendMessages) {
-      for (const message of commit.appendMessages) q.insertMessage.run(sid, messageCount++, JSON.stringify(message));
-    }
-    if (commit.kind === 'turn_start' && fence.turn !== null) {
-      q.setTurn.run(JSON.stringify({ ...(JSON.parse(fence.turn) as TurnRecord), startCommitted: true, inputMessageIndex: before }), sid);
-    }
-    const version = head.version + 1;
-    const stepCount = head.step_count + (isStep ? 1 : 0);
-    const runStepCount = head.run_step_count + (isStep ? 1 : 0);
+    const { session, append } = plan;
+    append.messages.forEach((message, i) => q.insertMessage.run(sid, append.at + i, JSON.stringify(message)));
+    if (plan.turnChanged) q.setTurn.run(json(session.turn), sid);
     const stateText = commit.state === undefined ? null : JSON.stringify(commit.state);
-    const id = Number(
-      q.insertCommit.run(
-        sid,
-        version,
-        commit.runId,
-        commit.kind,
-        messageCount,
-        stepCount,
-        runStepCount,
-        JSON.stringify(steps),
-        stateText,
-        stateText === null ? head.state_ref : null,
-        commit.checkpoint ?? null,
-        commit.usage && commit.usage.length > 0 ? JSON.stringify(commit.usage) : null,
-        commit.committedAt,
-      ).lastInsertRowid,
+    const usage = commit.usage && commit.usage.length > 0 ? JSON.stringify(commit.usage) : null;
+    const { lastInsertRowid } = q.insertCommit.run(
+      sid,
+      session.version,
+      commit.runId,
+      commit.kind,
+      session.messageCount,
+      session.stepCount,
+      plan.run.stepCount,
+      JSON.stringify(plan.run.committedSteps),
+      stateText,
+      stateText === null ? head.state_ref : null,
+      plan.checkpoint?.kind ?? null,
+      usage,
+      commit.committedAt,
     );
-    if (commit.kind === 'terminal') q.dropJournal.run(commit.runId);
-    else if (isStep) q.dropJournalThrough.run(commit.runId, commit.stepIndex!);
+    const drop = plan.dropJournal;
+    if (drop?.all) q.dropJournal.run(drop.runId);
+    else if (drop) q.dropJournalThrough.run(drop.runId, drop.throughStep);
     // The runs row changes only when the run's status or result does, not on every step.
-    if (commit.runStatus !== undefined || commit.kind === 'terminal' || commit.output !== undefined || commit.error !== undefined || commit.suspension !== undefined) {
-      q.updateRun.run(
-        runStepCount,
-        commit.runStatus ?? null,
-        commit.kind === 'terminal' ? commit.committedAt : null,
-        json(commit.output),
-        json(commit.error),
-        json(commit.suspension),
-        commit.runId,
-      );
-    }
-    return { version, messageCount, ...(commit.checkpoint ? { checkpointId: `cp_${id}` } : {}) };
+    const patch = plan.runPatch;
+    if (patch) q.updateRun.run(plan.run.stepCount, patch.status ?? null, patch.endedAt ?? null, json(patch.output), json(patch.error), json(patch.suspension), commit.runId);
+    return Number(lastInsertRowid);
   }
 
   #doRenew(runId: string, epoch: number, leaseMs: number, now: number): RunLease {
-    const run = this.#q.run.get(runId);
-    if (!run) throw new StateCommitError(`Run ${runId} was never begun.`);
-    this.#fence(run.session_id, runId, epoch);
-    const expiresAt = now + leaseMs;
-    this.#q.renew.run(expiresAt, runId);
-    return { runId, epoch, owner: run.lease_owner, expiresAt };
+    const fence = this.#runFence(runId);
+    const { lease } = orThrow(planRenewLease({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined }, runId, epoch, leaseMs, now));
+    this.#q.renew.run(lease.expiresAt, runId);
+    return lease;
   }
 
   #doClaim(runId: string, owner: string, leaseMs: number, now: number): ClaimedRun {
     const q = this.#q;
-    const run = q.run.get(runId);
-    const row = run ? q.session.get(run.session_id) : undefined;
-    if (!run || !row || row.current_run_id !== runId || run.status !== 'running' || run.lease_expires_at > now) {
-      const why = !run
-        ? 'it does not exist'
-        : run.status !== 'running'
-          ? `it is ${run.status}`
-          : row?.current_run_id !== runId
-            ? 'another run took over its session'
-            : 'its lease has not expired';
-      throw new AgentError('state_run_not_recoverable', `Run ${runId} cannot be claimed: ${why}.`, { details: { runId } });
-    }
-    this.#checkRecord('run', run.record_version);
-    const expiresAt = now + leaseMs;
-    q.claim.run(owner, expiresAt, runId);
-    const claimed = this.#run(runId)!;
-    return {
-      session: this.#snapshot(row),
-      run: claimed,
-      lease: { runId, epoch: claimed.epoch, owner, expiresAt },
-      journal: q.journal.all(runId).map(journalEntry),
-    };
+    const fence = this.#runFence(runId);
+    const { lease } = orThrow(planClaimRun({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined }, runId, owner, leaseMs, now));
+    q.claim.run(lease.epoch, lease.owner, lease.expiresAt, runId);
+    // Accepted: the run is its session's current run, so both rows exist.
+    return { session: this.#snapshot(q.session.get(fence!.session_id)!), run: this.#run(runId)!, lease, journal: q.journal.all(runId).map(journalEntry) };
   }
 
   #doAppend(entry: JournalEntry): JournalEntry {
     const q = this.#q;
-    const run = q.run.get(entry.runId);
-    if (!run) throw new StateCommitError(`Run ${entry.runId} was never begun.`);
-    this.#fence(run.session_id, entry.runId, entry.epoch);
-    const inserted = q.insertJournal.run(entry.runId, entry.key, entry.epoch, entry.stepIndex, entry.kind, json(entry.data), entry.at);
-    if (inserted.changes > 0) return entry;
-    // The key exists: the first entry wins (a replayed step must see what was recorded the first time).
-    return journalEntry(q.journalEntry.get(entry.runId, entry.key)!);
+    const fence = this.#runFence(entry.runId);
+    const stored = fence ? q.journalEntry.get(entry.runId, entry.key) : undefined;
+    const plan = orThrow(
+      planJournalAppend({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined, existing: stored && journalEntry(stored) }, entry),
+    );
+    if (plan.write) q.insertJournal.run(entry.runId, entry.key, entry.epoch, entry.stepIndex, entry.kind, json(entry.data), entry.at);
+    return plan.entry;
+  }
+
+  /** A run with its session's current run id (what renew, claim and append decide from), or undefined. */
+  #runFence(runId: string): RunFenceRow | undefined {
+    const fence = this.#q.runFence.get(runId);
+    if (fence) this.#checkRecord('run', fence.record_version);
+    if (fence && fence.session_record_version !== null) this.#checkRecord('session', fence.session_record_version);
+    return fence;
   }
 
   // ---- reads (inside a transaction of the caller) ----
@@ -513,18 +466,7 @@ export class SqliteStateStore implements StateStore, UsageStore {
   #snapshot(row: SessionRow): SessionSnapshot {
     this.#checkRecord('session', row.record_version);
     const head = this.#head(row.sid);
-    return {
-      sessionId: row.session_id,
-      agentType: row.agent_type,
-      ...(row.parent_session_id === null ? {} : { parentSessionId: row.parent_session_id }),
-      state: JSON.parse(this.#q.stateAt.get(head.state_ref) ?? 'null') as unknown,
-      messages: this.#messages(row.sid, head.message_count),
-      currentRunId: row.current_run_id ?? undefined,
-      turn: parse<TurnRecord>(row.turn),
-      version: head.version,
-      stepCount: head.step_count,
-      resumeCount: row.resume_count,
-    };
+    return sessionSnapshot(sessionHeader(row, head), JSON.parse(this.#q.stateAt.get(head.state_ref) ?? 'null') as unknown, this.#messages(row.sid, head.message_count));
   }
 
   /** A run as stored; the current run's step count lives in its session's head (steps do not touch the runs row). */
@@ -557,10 +499,8 @@ function prepare(db: BetterSqlite3.Database) {
     insertSession: db.prepare<[string, number, string, string | null]>(
       'INSERT INTO sessions (session_id, record_version, agent_type, parent_session_id, current_run_id, turn, resume_count) VALUES (?, ?, ?, ?, NULL, NULL, 0)',
     ),
-    startSession: db.prepare<[string, string | null, string, number, string]>(
-      'UPDATE sessions SET current_run_id = ?, turn = ?, agent_type = ?, resume_count = resume_count + ? WHERE session_id = ?',
-    ),
-    setTurn: db.prepare<[string, number]>('UPDATE sessions SET turn = ? WHERE sid = ?'),
+    startSession: db.prepare<[string, string | null, string, number, number]>('UPDATE sessions SET current_run_id = ?, turn = ?, agent_type = ?, resume_count = ? WHERE sid = ?'),
+    setTurn: db.prepare<[string | null, number]>('UPDATE sessions SET turn = ? WHERE sid = ?'),
     head: db.prepare<[number], HeadRow>(
       'SELECT version, run_id, message_count, step_count, run_step_count, run_steps, coalesce(state_ref, id) AS state_ref FROM commits WHERE sid = ? ORDER BY version DESC LIMIT 1',
     ),
@@ -580,14 +520,20 @@ function prepare(db: BetterSqlite3.Database) {
       'SELECT id, version, run_id, checkpoint, step_count, message_count, committed_at, state, coalesce(state_ref, id) AS state_ref FROM commits WHERE id = ? AND sid = ? AND checkpoint IS NOT NULL',
     ),
     fence: db.prepare<[string, string], FenceRow>(
-      `SELECT s.sid, s.current_run_id, s.turn, s.record_version, r.epoch AS run_epoch, r.status AS run_status
+      `SELECT s.sid, s.session_id, s.record_version, s.agent_type, s.parent_session_id, s.current_run_id, s.turn, s.resume_count,
+         r.epoch AS run_epoch, r.status AS run_status
        FROM sessions s LEFT JOIN runs r ON r.run_id = ? WHERE s.session_id = ?`,
     ),
+    runFence: db.prepare<[string], RunFenceRow>(
+      `SELECT r.run_id, r.session_id, r.record_version, r.status, r.epoch, r.lease_owner, r.lease_expires_at,
+         s.current_run_id, s.record_version AS session_record_version
+       FROM runs r LEFT JOIN sessions s ON s.session_id = r.session_id WHERE r.run_id = ?`,
+    ),
+    runHeader: db.prepare<[string], Pick<RunRow, 'run_id' | 'status' | 'step_count'>>('SELECT run_id, status, step_count FROM runs WHERE run_id = ?'),
     run: db.prepare<[string], RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ?`),
     runWithSession: db.prepare<[string], RunRow & { sid: number | null; current_run_id: string | null }>(
       `SELECT r.*, s.sid, s.current_run_id FROM runs r LEFT JOIN sessions s ON s.session_id = r.session_id WHERE r.run_id = ?`,
     ),
-    runStatus: db.prepare<[string], RunStatus>('SELECT status FROM runs WHERE run_id = ?').pluck(),
     insertRun: db.prepare<[string, number, string, string, string, string, number, string, number, string]>(
       `INSERT INTO runs (run_id, record_version, session_id, turn_id, agent_type, status, signal, started_at, step_count, epoch, lease_owner, lease_expires_at, options)
        VALUES (?, ?, ?, ?, ?, 'running', ?, ?, 0, 1, ?, ?, ?)`,
@@ -597,7 +543,7 @@ function prepare(db: BetterSqlite3.Database) {
       'UPDATE runs SET step_count = ?, status = coalesce(?, status), ended_at = coalesce(?, ended_at), output = coalesce(?, output), error = coalesce(?, error), suspension = coalesce(?, suspension) WHERE run_id = ?',
     ),
     renew: db.prepare<[number, string]>('UPDATE runs SET lease_expires_at = ? WHERE run_id = ?'),
-    claim: db.prepare<[string, number, string]>('UPDATE runs SET epoch = epoch + 1, lease_owner = ?, lease_expires_at = ? WHERE run_id = ?'),
+    claim: db.prepare<[number, string, number, string]>('UPDATE runs SET epoch = ?, lease_owner = ?, lease_expires_at = ? WHERE run_id = ?'),
     recoverable: db.prepare<[number, number], RunRow>(
       `SELECT r.run_id, r.session_id, r.agent_type, r.epoch, r.lease_owner, r.lease_expires_at FROM runs r
        JOIN sessions s ON s.session_id = r.session_id AND s.current_run_id = r.run_id
@@ -631,8 +577,45 @@ function wrap(what: string, error: unknown): unknown {
   });
 }
 
-function checkpointNotFound(sessionId: string, checkpointId: string): AgentError {
-  return new AgentError('state_not_found', `Session ${sessionId} has no checkpoint ${checkpointId}.`, { details: { checkpointId } });
+/** The header the session rules read: the session row and its head (the last commits row). */
+function sessionHeader(row: SessionRow, head: HeadRow): SessionHeader {
+  return {
+    sessionId: row.session_id,
+    agentType: row.agent_type,
+    ...(row.parent_session_id === null ? {} : { parentSessionId: row.parent_session_id }),
+    currentRunId: row.current_run_id ?? undefined,
+    turn: parse<TurnRecord>(row.turn),
+    version: head.version,
+    stepCount: head.step_count,
+    messageCount: head.message_count,
+    resumeCount: row.resume_count,
+  };
+}
+
+/**
+ * The run a commit names, as the rules read it, or undefined when there is no such run. Only the current
+ * run commits, and its K1 wrote a commits row: the head's step count and step set are the current run's.
+ */
+function committingRun(fence: FenceRow, head: HeadRow, runId: string): CommittingRun | undefined {
+  if (fence.run_status === null || fence.run_epoch === null) return undefined;
+  const isHead = head.run_id === runId;
+  return {
+    runId,
+    status: fence.run_status,
+    epoch: fence.run_epoch,
+    stepCount: isHead ? head.run_step_count : 0,
+    committedSteps: isHead ? (JSON.parse(head.run_steps) as StepSet) : NO_STEPS,
+  };
+}
+
+/** A run's step count: the head counts the current run's steps (a step does not touch its runs row). */
+function runStepCount(run: Pick<RunRow, 'run_id' | 'step_count'>, head: HeadRow | undefined): number {
+  return head?.run_id === run.run_id ? head.run_step_count : run.step_count;
+}
+
+/** What renew, claim and a journal append read of a run. */
+function runHeaderOf(row: RunFenceRow): Pick<RunHeader, 'runId' | 'sessionId' | 'status' | 'epoch' | 'leaseOwner' | 'leaseExpiresAt'> {
+  return { runId: row.run_id, sessionId: row.session_id, status: row.status, epoch: row.epoch, leaseOwner: row.lease_owner, leaseExpiresAt: row.lease_expires_at };
 }
 
 function runRecord(row: RunRow, stepCount: number): RunRecord {

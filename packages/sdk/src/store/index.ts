@@ -4,3 +4,4 @@
  * do not need it; they pass a store to an executor.
  */
 export * from '../store.js';
+export * from './session-rules.js';

@@ -2,7 +2,8 @@
 // second one): node --conditions=helix-source --import tsx two-process-child.ts '<json args>'.
 // It reports what it did as JSON lines on stdout, so the parent can check the database against it.
 import { RunSupersededError } from '@helix-agents/sdk';
-import type { StateStore, UsageEntry } from '@helix-agents/sdk';
+import type { UsageEntry } from '@helix-agents/sdk';
+import type { StateStore } from '@helix-agents/sdk/store';
 import { openPostgresStores } from '../index.js';
 import { stepRows, type ChildArgs } from './two-process-shared.js';
 

@@ -2,7 +2,8 @@
 // argv: <db path> <role: a | b | open | crash> <steps per own session>. `open` only opens (migrates) the file and
 // reports what it applied; `crash` commits steps until the parent kills it.
 import { AgentError, RunSupersededError } from '@helix-agents/sdk';
-import type { BeginRunRequest, Message, StateStore } from '@helix-agents/sdk';
+import type { Message } from '@helix-agents/sdk';
+import type { BeginRunRequest, StateStore } from '@helix-agents/sdk/store';
 import { openSqliteStores } from '../open.js';
 import { beginRequest } from './begin-request.js';
 
