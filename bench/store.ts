@@ -9,10 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { InMemoryStateStore } from '@helix-agents/sdk';
-import type { Commit, StateStore, UsageEntry } from '@helix-agents/sdk';
+import type { StateStore, UsageEntry } from '@helix-agents/sdk';
 import { openSqliteStores } from '@helix-agents/store-sqlite';
 import { openPostgresStores } from '@helix-agents/store-postgres';
 import { startTestPostgres, type TestPostgres } from '@helix-agents/store-postgres/testing';
+import type { Commit } from '@helix-agents/sdk/store';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);

@@ -2,8 +2,37 @@
 export * from './errors.js';
 export * from './messages.js';
 export * from './llm.js';
-export * from './stream.js';
-export * from './store.js';
+// Stream chunks and the stream port; the writer side lives in @helix-agents/sdk/store.
+export { isTerminalChunk } from './stream.js';
+export type {
+  ActionsCompletedChunk,
+  ActionsRequestedChunk,
+  ChunkBase,
+  CustomChunk,
+  EndChunk,
+  ErrorChunk,
+  HookDecision,
+  HookDecisionChunk,
+  RunStartedChunk,
+  RunUsageSummary,
+  StartSignalKind,
+  StatePatch,
+  StatePatchChunk,
+  StepStartChunk,
+  StreamChunk,
+  StreamChunkType,
+  StreamManager,
+  StreamReadOptions,
+  SuspendedChunk,
+  TextDeltaChunk,
+  ToolApprovalRequestChunk,
+  ToolEndChunk,
+  ToolStartChunk,
+  WarningChunk,
+} from './stream.js';
+// The records the runtime returns and the state port; store-implementer records live in @helix-agents/sdk/store.
+export { GENESIS_CHECKPOINT } from './store.js';
+export type { CheckpointInfo, PendingCall, RunOptionsRecord, RunRecord, RunStatus, SessionSnapshot, StateStore, SuspensionReason, SuspensionRecord, TurnRecord } from './store.js';
 export * from './usage.js';
 export * from './define.js';
 export * from './hooks/types.js';

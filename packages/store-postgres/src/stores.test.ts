@@ -4,7 +4,7 @@
 // notification and polling paths. The real two-process tests are in two-process.test.ts.
 import { runStateStoreConformance, runStreamManagerConformance, runUsageStoreConformance } from '@helix-agents/sdk/conformance';
 import { AgentError } from '@helix-agents/sdk';
-import type { StreamChunk, StreamChunkInput, StreamManager, UsageStore } from '@helix-agents/sdk';
+import type { StreamChunk, StreamManager, UsageStore } from '@helix-agents/sdk';
 import type { StateStore } from '@helix-agents/sdk/store';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -19,6 +19,7 @@ import {
   type PostgresStores,
 } from './index.js';
 import { useTestPostgres } from './__tests__/cluster.js';
+import type { StreamChunkInput } from '@helix-agents/sdk/store';
 
 const cluster = useTestPostgres();
 const byStore = new Map<unknown, PostgresStores>();

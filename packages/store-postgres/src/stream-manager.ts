@@ -1,8 +1,9 @@
 import { isTerminalChunk } from '@helix-agents/sdk';
-import type { StreamChunk, StreamChunkInput, StreamManager, StreamReadOptions, StreamWriter } from '@helix-agents/sdk';
+import type { StreamChunk, StreamManager, StreamReadOptions } from '@helix-agents/sdk';
 import type pg from 'pg';
 import { encodeWrite, StreamNotifier } from './notifier.js';
 import { run, shortHash, statements, storeError, toNumber, type Statement } from './sql.js';
+import type { StreamChunkInput, StreamWriter } from '@helix-agents/sdk/store';
 
 /** Options of {@link PostgresStreamManager}. */
 export interface PostgresStreamManagerOptions {

@@ -1,5 +1,6 @@
 import { AgentError, isTerminalChunk } from '@helix-agents/sdk';
-import type { StreamChunk, StreamChunkInput, StreamManager, StreamReadOptions, StreamWriter } from '@helix-agents/sdk';
+import type { StreamChunk, StreamManager, StreamReadOptions } from '@helix-agents/sdk';
+import type { StreamChunkInput, StreamWriter } from '@helix-agents/sdk/store';
 import type { SqliteDatabase } from './database.js';
 import { deferred, handleOf, immediate } from './database.js';
 

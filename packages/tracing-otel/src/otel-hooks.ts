@@ -34,10 +34,9 @@ import type {
   MessagePayload,
   RunAttribution,
   RunIdentity,
-  StreamChunkInput,
   StreamManager,
-  StreamWriter,
 } from '@helix-agents/sdk';
+import type { StreamChunkInput, StreamWriter } from '@helix-agents/sdk/store';
 import { replyMessages, splitPrompt, toJson } from './content.js';
 import * as C from './conventions.js';
 

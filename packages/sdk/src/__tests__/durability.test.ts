@@ -1,22 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
-import {
-  defineTool,
-  InMemoryStateStore,
-  InMemoryStreamManager,
-  JSAgentExecutor,
-  RunSupersededError,
-  silentLogger,
-  type Commit,
-  type AgentHooks,
-  type HookContext,
-  type Message,
-  type StateStore,
-  type ToolResultMessage,
-} from '../index.js';
+import { defineTool, InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, RunSupersededError, silentLogger, type AgentHooks, type HookContext, type Message, type StateStore, type ToolResultMessage } from '../index.js';
 import { createGate, createHookRecorder } from '../testing/index.js';
 import { bareTool, counterAgent, finish, setup, throwing, type Counter } from './harness.js';
+import type { Commit } from '../store.js';
 
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
 

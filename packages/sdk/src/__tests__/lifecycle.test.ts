@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AgentError, defineAgent, defineTool, InMemoryStateStore, type Commit, type CommitReceipt } from '../index.js';
+import { AgentError, defineAgent, defineTool, InMemoryStateStore } from '../index.js';
 import { createGate, createHookRecorder, createScriptedModel } from '../testing/index.js';
 import { bareTool, collect, counterAgent, finish, recordedRun, setup, textAgent, throwing, type Counter } from './harness.js';
+import type { Commit, CommitReceipt } from '../store.js';
 
 describe('lifecycle: how a run ends decides its terminal hooks', () => {
   it('rule 8 / rule 30: a run that completes fires onAgentComplete and no other terminal hook', async () => {

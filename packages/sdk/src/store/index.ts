@@ -5,3 +5,6 @@
  */
 export * from '../store.js';
 export * from './session-rules.js';
+
+// The writer side of the stream port, for stream-manager implementers.
+export type { StreamChunkInput, StreamWriter } from '../stream.js';

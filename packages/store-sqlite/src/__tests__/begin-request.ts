@@ -1,4 +1,4 @@
-import type { BeginRunRequest } from '@helix-agents/sdk';
+import type { BeginRunRequest } from '@helix-agents/sdk/store';
 
 /**
  * A run-start (K1) request that opens a new, empty turn; `fields` replaces any of its defaults. The

@@ -1,6 +1,7 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
-import { InMemoryStateStore, defineTool, type AgentHooks, type Commit, type CommitReceipt } from '@helix-agents/sdk';
+import { InMemoryStateStore, defineTool, type AgentHooks } from '@helix-agents/sdk';
+import type { Commit, CommitReceipt } from '@helix-agents/sdk/store';
 import { createGate } from '@helix-agents/sdk/testing';
 import { z } from 'zod';
 import { createOtelHooks, type SpanLifecycleEvent } from '../index.js';
