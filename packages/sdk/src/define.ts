@@ -61,6 +61,17 @@ export interface ToolDefinition<TInput = unknown, TOutput = unknown> {
    * execute is a client tool: the run suspends and the caller answers with submitToolResult().
    */
   execute?(input: TInput, ctx: ToolContext): TOutput | Promise<TOutput>;
+  /** Set by `defineSubAgentTool`: a call runs this child agent in a session of its own. */
+  readonly subAgent?: SubAgentSpec;
+}
+
+/** How a sub-agent tool turns its call into a child run and the child's result into the call's result. */
+export interface SubAgentSpec {
+  readonly agent: AgentConfig<unknown, unknown>;
+  /** The child's input, from the tool input. */
+  input(args: unknown): string;
+  /** The call's result, from the child's output. */
+  output(childOutput: unknown): unknown;
 }
 
 /** What `defineTool` takes. */

@@ -23,6 +23,7 @@ export type {
   StreamChunkType,
   StreamManager,
   StreamReadOptions,
+  SubAgentChunk,
   SuspendedChunk,
   TextDeltaChunk,
   ToolApprovalRequestChunk,
@@ -45,6 +46,8 @@ export type { AuditHooks } from './runtime/hook-dispatch.js';
 export type { AgentResult } from './runtime/result.js';
 export { consoleLogger, silentLogger } from './runtime/logger.js';
 export type { Logger } from './runtime/logger.js';
+export { defineSubAgentTool, childSessionId } from './sub-agent-tool.js';
+export type { SubAgentToolOptions } from './sub-agent-tool.js';
 export { InMemoryStateStore } from './memory/state-store.js';
 export { InMemoryStreamManager } from './memory/stream-manager.js';
 export { InMemoryUsageStore } from './memory/usage-store.js';

@@ -61,6 +61,8 @@ export interface RunOptionsRecord {
   readonly tags?: readonly string[];
   readonly metadata?: Readonly<Record<string, string>>;
   readonly parentSessionId?: string;
+  /** How deep the run is in a tree of sub-agents (absent: 0, a root run). */
+  readonly depth?: number;
   /** The run a resume, retry or rewind continues from. */
   readonly previousRunId?: string;
   /** The checkpoint a retry or rewind restored. */
@@ -106,7 +108,7 @@ export interface RunLease {
  * doing it again: the staged start-signal marker, a model reply, a side-effecting tool call's start and
  * result, a terminal hook's outcome.
  */
-export type JournalKind = 'start_signal' | 'model_reply' | 'call_started' | 'call_result' | 'terminal_hook';
+export type JournalKind = 'start_signal' | 'model_reply' | 'call_started' | 'call_result' | 'terminal_hook' | 'child_spawn';
 
 /** One journal record. `key` is unique per run (e.g. `call_result:3:call_abc`). */
 export interface JournalEntry {

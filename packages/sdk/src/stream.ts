@@ -145,6 +145,22 @@ export interface EndChunk extends ChunkBase {
   readonly usage?: RunUsageSummary;
 }
 
+/**
+ * A child run's chunk, forwarded live into its parent's stream: a reader of the parent sees the whole
+ * tree. Never terminal for the parent (a child's end is just another chunk here).
+ */
+export interface SubAgentChunk extends ChunkBase {
+  readonly type: 'subagent_chunk';
+  /** The child's session id. */
+  readonly childSessionId: string;
+  /** The parent's tool call that started the child. */
+  readonly parentToolCallId: string;
+  /** 1 for a child of the root run, 2 for a grandchild, ... */
+  readonly depth: number;
+  /** The child's chunk as the child's own stream has it. */
+  readonly chunk: StreamChunk;
+}
+
 /** One Immer patch (`op`, `path`, `value`). */
 export interface StatePatch {
   readonly op: 'replace' | 'remove' | 'add';
@@ -166,6 +182,7 @@ export type StreamChunk =
   | StatePatchChunk
   | CustomChunk
   | HookDecisionChunk
+  | SubAgentChunk
   | WarningChunk
   | ErrorChunk
   | EndChunk;

@@ -52,6 +52,8 @@ export interface UsageRollup {
     readonly failures: number;
     readonly byTool: Readonly<Record<string, ToolUsageStats>>;
   };
+  /** A run's sub-agent children, each with its own rollup (its own children included); the totals above include them. */
+  readonly subAgents?: readonly { readonly sessionId: string; readonly runId: string; readonly rollup: UsageRollup }[];
 }
 
 /** Which entries a rollup covers. */
@@ -100,5 +102,34 @@ export function rollupUsage(entries: Iterable<UsageEntry>): UsageRollup {
     modelCalls,
     failedModelCalls,
     toolStats: { totalCalls, failures, byTool },
+  };
+}
+
+/** Adds rollups together (a run's own usage and its sub-agents'): every total is the sum, nothing is counted twice. */
+export function mergeRollups(own: UsageRollup, children: readonly { readonly sessionId: string; readonly runId: string; readonly rollup: UsageRollup }[]): UsageRollup {
+  if (children.length === 0) return own;
+  const sum = (pick: (r: UsageRollup) => number) => children.reduce((acc, c) => acc + pick(c.rollup), pick(own));
+  const byTool: Record<string, { calls: number; failures: number; totalDurationMs: number }> = {};
+  for (const r of [own, ...children.map((c) => c.rollup)]) {
+    for (const [name, stats] of Object.entries(r.toolStats.byTool)) {
+      const into = (byTool[name] ??= { calls: 0, failures: 0, totalDurationMs: 0 });
+      into.calls += stats.calls;
+      into.failures += stats.failures;
+      into.totalDurationMs += stats.totalDurationMs;
+    }
+  }
+  return {
+    tokens: {
+      prompt: sum((r) => r.tokens.prompt),
+      completion: sum((r) => r.tokens.completion),
+      total: sum((r) => r.tokens.total),
+      cached: sum((r) => r.tokens.cached),
+      cacheWrite: sum((r) => r.tokens.cacheWrite),
+      reasoning: sum((r) => r.tokens.reasoning),
+    },
+    modelCalls: sum((r) => r.modelCalls),
+    failedModelCalls: sum((r) => r.failedModelCalls),
+    toolStats: { totalCalls: sum((r) => r.toolStats.totalCalls), failures: sum((r) => r.toolStats.failures), byTool },
+    subAgents: children,
   };
 }

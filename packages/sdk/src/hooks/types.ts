@@ -271,6 +271,39 @@ export interface ExitPayload<TOutput = unknown> {
   readonly toolCallCounts: Readonly<Record<string, number>>;
 }
 
+/** A sub-agent call: the tool call that started a child run, and who the child is. */
+export interface SubAgentCall {
+  /** The parent's tool call id. */
+  readonly id: string;
+  /** The tool's name. */
+  readonly toolName: string;
+  /** The tool input the model sent (validated). */
+  readonly input: unknown;
+  /** The child agent's name. */
+  readonly agentType: string;
+}
+
+/** beforeSubAgent: a child run is about to start (after the call's beforeTool). */
+export interface BeforeSubAgentPayload {
+  readonly call: SubAgentCall;
+  /** The child agent's configuration (undefined for a remote sub-agent). */
+  readonly agentConfig: AgentConfig<unknown, unknown> | undefined;
+  readonly parentSessionId: string;
+}
+
+/** afterSubAgent: the child run ended; fold its result into the parent's state with ctx.updateState. */
+export interface AfterSubAgentPayload {
+  readonly call: SubAgentCall;
+  readonly agentConfig: AgentConfig<unknown, unknown> | undefined;
+  /** The child's output (completed), or undefined. */
+  readonly result: unknown;
+  readonly success: boolean;
+  readonly error?: AgentErrorInfo;
+  readonly durationMs: number;
+  /** The child's session id (derived from the parent session and the call id). */
+  readonly subSessionId: string;
+}
+
 /**
  * The inline hooks of an agent, typed by its state and output. All are optional and may be async.
  * `onTextDelta` and `onThinking` are reserved by the spec and never invoked (use `text_delta` chunks).
@@ -289,6 +322,10 @@ export interface AgentHooks<TState = unknown, TOutput = unknown> {
   beforeTool?: HookHandler<BeforeToolPayload, TState, TOutput, BeforeToolResult>;
   /** May return `{ result }` to replace what the model sees and what is stored. */
   afterTool?: HookHandler<AfterToolPayload, TState, TOutput, AfterToolResult>;
+  /** A sub-agent call is about to start its child run (after beforeTool). */
+  beforeSubAgent?: HookHandler<BeforeSubAgentPayload, TState, TOutput>;
+  /** A sub-agent call's child run ended (before onStateChange, onMessage and afterTool); parallel children's folds compose. */
+  afterSubAgent?: HookHandler<AfterSubAgentPayload, TState, TOutput>;
   onStateChange?: HookHandler<StateChangePayload<TState>, TState, TOutput>;
   onMessage?: HookHandler<MessagePayload, TState, TOutput>;
   /** May return `{ continue: true, message }` to keep the run going (bounded by maxSteps). */
@@ -318,6 +355,8 @@ export const HOOK_POINTS: readonly HookPoint[] = Object.freeze([
   'afterLLMCall',
   'beforeTool',
   'afterTool',
+  'beforeSubAgent',
+  'afterSubAgent',
   'onStateChange',
   'onMessage',
   'onExit',

@@ -15,7 +15,9 @@ import { consoleLogger, type Logger } from './logger.js';
 import { recoverRuns } from './recovery.js';
 import type { AgentResult } from './result.js';
 import { resumeAnswers } from './resume-answers.js';
+import { attachedHandle } from './attached-handle.js';
 import { RunLauncher, type RunStartedInfo } from './run-entry.js';
+import type { ChildStart } from './run-setup.js';
 
 export type { RunStartedInfo } from './run-entry.js';
 
@@ -35,6 +37,10 @@ export interface JSAgentExecutorOptions {
   readonly approvalSecret?: string;
   /** Agents whose sessions resume(), retry(), send() and recover() may continue. */
   readonly agents?: readonly AgentConfig<unknown, unknown>[];
+  /** The most a tree of sub-agents may nest (default 5): a deeper sub-agent call gets `subagent_depth_exceeded`. */
+  readonly maxSubAgentDepth?: number;
+  /** The most sub-agent calls one step may make (default 16): the extra calls get `subagent_fanout_exceeded`. */
+  readonly maxSubAgentsPerStep?: number;
   /** How long a run's lease lasts without renewal (default 30 s); it is renewed every third of that. A process that dies is recovered once its leases expire. */
   readonly leaseMs?: number;
 }
@@ -83,6 +89,7 @@ export class JSAgentExecutor implements AgentRuntime {
       generateId: this.#generateId,
       instanceId: this.instanceId,
       leaseMs: this.leaseMs,
+      children: { maxDepth: options.maxSubAgentDepth ?? 5, maxPerStep: options.maxSubAgentsPerStep ?? 16, start: (agent, input, child) => this.#startChild(agent, input, child) },
     });
     for (const agent of options.agents ?? []) this.registerAgent(agent);
   }
@@ -96,10 +103,15 @@ export class JSAgentExecutor implements AgentRuntime {
     input: string,
     options: ExecuteOptions<NoInfer<TState>, NoInfer<TOutput>> = {},
   ): Promise<AgentHandle<TState, TOutput>> {
+    return (await this.#newTurn(agent as unknown as AgentConfig<unknown, unknown>, input, options as ExecuteOptions, 0)) as AgentHandle<TState, TOutput>;
+  }
+
+  /** A new turn on a new or existing session, at `depth` in a tree of sub-agents. */
+  async #newTurn(agent: AgentConfig<unknown, unknown>, input: string, options: ExecuteOptions, depth: number): Promise<AgentHandle> {
     if (typeof input !== 'string') {
       throw new AgentError('run_invalid_input', `execute() takes the user's input as a string, got ${typeof input}.`);
     }
-    const erased = agent as unknown as AgentConfig<unknown, unknown>;
+    const erased = agent;
     this.registerAgent(erased);
     const sessionId = options.sessionId ?? this.#generateId('session');
     const existing = await this.stateStore.loadSession(sessionId);
@@ -117,7 +129,7 @@ export class JSAgentExecutor implements AgentRuntime {
     // keep the transcript valid: every tool call has a result).
     const suspendedRun = existing?.currentRunId === undefined ? undefined : await this.stateStore.getRun(existing.currentRunId);
     const leadingRows = suspendedRun?.status === 'suspended' ? cancelledRows(suspendedRun.suspension?.pending ?? []) : [];
-    return (await this.#launcher.begin(erased, sessionId, options as RunCallOptions, {
+    return this.#launcher.begin(erased, sessionId, options as RunCallOptions, {
       signal: 'start',
       input,
       initialState,
@@ -127,8 +139,25 @@ export class JSAgentExecutor implements AgentRuntime {
       // The session must still be suspended at K1 when this turn cancels its pending calls.
       ...(leadingRows.length > 0 && suspendedRun ? { expect: { currentRunId: suspendedRun.runId, status: 'suspended' as const } } : {}),
       ...(options.parentSessionId === undefined ? {} : { parentSessionId: options.parentSessionId }),
+      ...(depth > 0 ? { depth } : {}),
       start: {},
-    })) as AgentHandle<TState, TOutput>;
+    });
+  }
+
+  /**
+   * A sub-agent call's child: a new turn in the child's derived session, or, when a recovered parent
+   * finds the child already spawned, the child's run as it stands (ended, live here, or continued
+   * elsewhere: then its end is awaited).
+   */
+  async #startChild(agent: AgentConfig<unknown, unknown>, input: string, child: ChildStart): Promise<AgentHandle> {
+    this.registerAgent(agent);
+    const existing = await this.stateStore.loadSession(child.sessionId);
+    if (existing?.currentRunId !== undefined) {
+      const live = this.#launcher.live(child.sessionId);
+      if (live) return live;
+      return attachedHandle(this.stateStore, this.streamManager, existing.sessionId, existing.currentRunId);
+    }
+    return this.#newTurn(agent, input, { sessionId: child.sessionId, parentSessionId: child.parentSessionId, ...child.attribution, ...(child.usageStore ? { usageStore: child.usageStore } : {}) }, child.depth);
   }
 
   /** Adds an agent to the registry that resume(), retry(), send() and recover() look sessions' agents up in. execute() registers its agent. */

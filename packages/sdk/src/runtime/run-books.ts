@@ -1,6 +1,7 @@
 import type { StepResult } from '../llm.js';
 import type { RunUsageSummary } from '../stream.js';
 import type { UsageEntry } from '../usage.js';
+import type { AgentHandle } from './agent-runtime.js';
 
 /** Tokens and cost a run has spent so far. */
 export interface Spend {
@@ -28,6 +29,8 @@ export interface Pricing {
 export class RunBooks {
   readonly #usage: UsageEntry[] = [];
   readonly #toolCalls: Record<string, number> = {};
+  readonly #childrenPerStep = new Map<number, number>();
+  readonly #children: AgentHandle[] = [];
   #spend: Spend = { tokens: 0, costUsd: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0, model: undefined };
 
   /** Books one usage entry (it is written with, or after, the commit of the work it belongs to). */
@@ -80,6 +83,23 @@ export class RunBooks {
   /** Executed calls per tool (a copy). */
   toolCallCounts(): Record<string, number> {
     return { ...this.#toolCalls };
+  }
+
+  /** Counts one sub-agent call of `step`; returns how many that step has made. */
+  countChild(step: number): number {
+    const count = (this.#childrenPerStep.get(step) ?? 0) + 1;
+    this.#childrenPerStep.set(step, count);
+    return count;
+  }
+
+  /** Notes a child run this run's sub-agent calls ran (its usage belongs to this run's rollup too). */
+  addChild(handle: AgentHandle): void {
+    this.#children.push(handle);
+  }
+
+  /** The child runs of this run's sub-agent calls, in the order they ended. */
+  children(): readonly AgentHandle[] {
+    return this.#children;
   }
 
   /** The run's token totals for its terminal chunk. */

@@ -6,6 +6,7 @@ import type { LLMAdapter } from '../llm.js';
 import type { Message } from '../messages.js';
 import type { BeginRunRequest, ClaimedRun, RunLease, RunOptionsRecord, StateStore } from '../store.js';
 import type { StartSignalKind, StreamManager, StreamWriter } from '../stream.js';
+import { mergeRollups, type UsageRollup } from '../usage.js';
 import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
 import type { ApprovalSigner } from './approval-signature.js';
 import { crashPoint } from './crash-points.js';
@@ -14,7 +15,7 @@ import { keepLease } from './lease.js';
 import type { Logger } from './logger.js';
 import type { AgentResult } from './result.js';
 import { runLoop } from './run-loop.js';
-import type { RunSetup } from './run-setup.js';
+import type { ChildRunner, RunSetup } from './run-setup.js';
 import type { RunStart } from './run-start.js';
 import { Run, type RunOrigin } from './run.js';
 import { JournalStepRecorder } from './step-recorder.js';
@@ -42,6 +43,8 @@ export interface BeginSpec {
   readonly initialState?: unknown;
   readonly newTurn?: boolean;
   readonly parentSessionId?: string;
+  /** The depth of a child run in its tree of sub-agents (0 or absent for a root run). */
+  readonly depth?: number;
   readonly restoreCheckpointId?: string;
   readonly previousRunId?: string;
   readonly leadingRows?: readonly Message[];
@@ -61,6 +64,8 @@ export interface LauncherConfig {
   readonly generateId: (kind: 'run' | 'turn' | 'session') => string;
   readonly instanceId: string;
   readonly leaseMs: number;
+  /** Starts the child runs of sub-agent calls. */
+  readonly children?: ChildRunner;
 }
 
 const EMPTY_MANAGER = new HookManager<unknown, unknown>();
@@ -73,10 +78,21 @@ function runOptionsRecord(spec: BeginSpec, options: RunCallOptions): RunOptionsR
     ...(options.tags === undefined ? {} : { tags: options.tags }),
     ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
     ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
+    ...(spec.depth ? { depth: spec.depth } : {}),
     ...(spec.previousRunId === undefined ? {} : { previousRunId: spec.previousRunId }),
     ...(spec.restoreCheckpointId === undefined ? {} : { restoredCheckpointId: spec.restoreCheckpointId }),
     start: spec.start,
   };
+}
+
+/** A run's rollup with its sub-agents' (each child's own rollup includes its children). */
+async function rollupWithChildren(own: UsageRollup, children: readonly AgentHandle[]): Promise<UsageRollup> {
+  const parts = [];
+  for (const child of children) {
+    const rollup = await child.getUsageRollup();
+    if (rollup) parts.push({ sessionId: child.sessionId, runId: child.runId, rollup });
+  }
+  return mergeRollups(own, parts);
 }
 
 /** The user's text among a turn's input rows (empty when there is none). */
@@ -134,7 +150,7 @@ export class RunLauncher {
     crashPoint('after_k1');
     const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input);
     const turn = begun.session.turn;
-    const attribution = { ...options, ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }) };
+    const attribution = { ...options, ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }), ...(spec.depth ? { depth: spec.depth } : {}) };
     const setup = this.#setup({ agent, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch }, attribution);
     return this.#launch(setup, begun.lease, { state: begun.session.state, messages: begun.session.messages, startedAt }, undefined, {
       ...spec.start,
@@ -201,7 +217,7 @@ export class RunLauncher {
     for (const object of objects) await object.close?.();
   }
 
-  #setup(own: Pick<RunSetup, 'agent' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch'>, who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId'>): RunSetup {
+  #setup(own: Pick<RunSetup, 'agent' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch'>, who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId' | 'depth'>): RunSetup {
     const c = this.#config;
     const signer = c.signer;
     return {
@@ -212,6 +228,8 @@ export class RunLauncher {
       abort: new AbortController(),
       strictTerminalHooks: c.strictTerminalHooks,
       auditHooks: c.auditHooks,
+      depth: who.depth ?? 0,
+      ...(c.children === undefined ? {} : { children: c.children }),
       ...(signer === undefined ? {} : { signApproval: (s: string, id: string, input: unknown) => signer.sign(s, id, input) }),
       ...(who.parentSessionId === undefined ? {} : { parentSessionId: who.parentSessionId }),
       ...(who.userId === undefined ? {} : { userId: who.userId }),
@@ -265,7 +283,7 @@ export class RunLauncher {
       streamId: setup.streamId,
       result: () => done,
       stream: () => c.streamManager.read(setup.streamId, { fromSeq: setup.writer.startSeq, untilRunEnds: runId }),
-      getUsageRollup: async () => (usageStore ? usageStore.getRollup({ runId }) : undefined),
+      getUsageRollup: async () => (usageStore ? rollupWithChildren(await usageStore.getRollup({ runId }), run.books.children()) : undefined),
       stop,
       interrupt: stop,
     };

@@ -4,6 +4,7 @@ import type { RunAttribution } from '../hooks/types.js';
 import type { StateStore } from '../store.js';
 import type { StreamWriter } from '../stream.js';
 import type { UsageStore } from '../usage.js';
+import type { AgentHandle } from './agent-runtime.js';
 import type { AuditHooks } from './hook-dispatch.js';
 import type { Logger } from './logger.js';
 
@@ -26,6 +27,29 @@ export interface RunSetup extends RunAttribution {
   readonly strictTerminalHooks: boolean;
   /** Which hook invocations write a `hook_decision` chunk. */
   readonly auditHooks: AuditHooks;
+  /** How deep this run is in a tree of sub-agents (0 for a root run). */
+  readonly depth: number;
+  /** Starts (or re-attaches to) child runs of sub-agent calls; absent where the runtime cannot. */
+  readonly children?: ChildRunner;
   /** Signs an approval request (HMAC over session, call id and arguments) when the executor has a secret. */
   readonly signApproval?: (sessionId: string, toolCallId: string, input: unknown) => string;
+}
+
+/** What a child run is started with. */
+export interface ChildStart {
+  readonly sessionId: string;
+  readonly parentSessionId: string;
+  readonly depth: number;
+  readonly attribution: RunAttribution;
+  /** Where the child's usage goes (the parent's usage store). */
+  readonly usageStore?: UsageStore;
+}
+
+/** The runtime's side of sub-agent calls: start a child run, or re-attach to the one a recovered parent spawned. */
+export interface ChildRunner {
+  /** The most a tree of sub-agents may nest (a deeper call gets `subagent_depth_exceeded`). */
+  readonly maxDepth: number;
+  /** The most sub-agent calls one step may make (more get `subagent_fanout_exceeded`). */
+  readonly maxPerStep: number;
+  start(agent: AgentConfig<unknown, unknown>, input: string, child: ChildStart): Promise<AgentHandle>;
 }

@@ -13,6 +13,8 @@ export type StepKey =
   | { readonly kind: 'model_reply'; readonly step: number }
   /** A side-effecting tool call: recorded at its start and at its result (at most once). */
   | { readonly kind: 'tool_call'; readonly step: number; readonly callId: string }
+  /** A sub-agent call's child was spawned (beforeSubAgent fired): a recovered parent re-attaches to it. */
+  | { readonly kind: 'child_spawn'; readonly step: number; readonly callId: string }
   /** onAgentComplete's outcome, recorded before the terminal commit. */
   | { readonly kind: 'terminal_hook'; readonly step: number };
 
@@ -61,6 +63,8 @@ function journalKey(key: StepKey): { readonly key: string; readonly kind: Journa
       return { key: 'terminal_hook', kind: 'terminal_hook' };
     case 'model_reply':
       return { key: `model_reply:${key.step}`, kind: 'model_reply' };
+    case 'child_spawn':
+      return { key: `child_spawn:${key.step}:${key.callId}`, kind: 'child_spawn' };
     case 'tool_call':
       return { key: `call_result:${key.step}:${key.callId}`, kind: 'call_result', startKey: `call_started:${key.step}:${key.callId}` };
   }

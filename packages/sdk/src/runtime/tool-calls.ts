@@ -9,6 +9,7 @@ import type { PendingCall } from '../store.js';
 import type { Verdict, WriteScope } from './hook-dispatch.js';
 import { callResultRecord, type CallResultRecord, type FinishOutput } from './journal-records.js';
 import { callScope, type Run } from './run.js';
+import { runSubAgent } from './sub-agent-call.js';
 import { AwaitChildrenSignal, toolContext } from './tool-context.js';
 
 /** How one call of a step ended. */
@@ -207,25 +208,25 @@ async function announce(run: Run, tool: ToolDefinition, call: ToolCall, ran: Cal
   return { call, stopped: false, ...(record.finishOutput ? { finishOutput: record.finishOutput } : {}) };
 }
 
-/** tool_start, execute, onStateChange*, onMessage(result), the afterTool chain, tool_end. */
-async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<CallRun | ToolOutcome> {
+/** How a call's body ended: a result or an error for the model, or an outcome that ends the call here (suspension, stop). */
+type BodyEnd = { readonly result: unknown; readonly error?: AgentError } | ToolOutcome;
+
+/** The call's body: the tool's execute (or a sub-agent's child run), its output checked against the tool's outputSchema. */
+async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<BodyEnd> {
   const execute = tool.execute;
   if (!execute) throw new Error(`Tool ${tool.name} has no execute function.`);
-  await run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: call.arguments, ...run.chunkBase() });
-  const startedAt = performance.now();
-  let result: unknown;
-  let error: AgentError | undefined;
-  run.books.countToolCall(tool.name);
   try {
-    result = await execute(call.arguments, toolContext(run, tool, call.id, scope));
-    if (tool.outputSchema) {
-      const out = tool.outputSchema.safeParse(result);
-      if (out.success) result = out.data;
-      else {
-        error = new ToolError('tool_invalid_output', `Tool "${tool.name}" returned an invalid result:\n${z.prettifyError(out.error)}`, { details: { tool: tool.name } });
-        result = undefined;
-      }
+    if (tool.subAgent) {
+      const child = await runSubAgent(run, tool, call, scope);
+      // A child the parent's stop ended is a call the stop cancelled.
+      if (!child.ok && run.signal.aborted) return await cancelCall(run, tool, call, scope);
+      return child.ok ? { result: child.result } : { result: undefined, error: child.error };
     }
+    const result = await execute(call.arguments, toolContext(run, tool, call.id, scope));
+    if (!tool.outputSchema) return { result };
+    const out = tool.outputSchema.safeParse(result);
+    if (out.success) return { result: out.data };
+    return { result: undefined, error: new ToolError('tool_invalid_output', `Tool "${tool.name}" returned an invalid result:\n${z.prettifyError(out.error)}`, { details: { tool: tool.name } }) };
   } catch (thrown) {
     if (isOwnSupersede(run, thrown)) throw thrown;
     if (thrown instanceof AwaitChildrenSignal) {
@@ -234,8 +235,19 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
     // The stop ended this call: its result is not recorded and its writes are discarded.
     if (run.signal.aborted) return cancelCall(run, tool, call, scope);
     const message = thrown instanceof Error ? thrown.message : String(thrown);
-    error = new ToolError('tool_failed', `Tool "${tool.name}" failed: ${message}`, { details: { tool: tool.name }, cause: thrown });
+    return { result: undefined, error: new ToolError('tool_failed', `Tool "${tool.name}" failed: ${message}`, { details: { tool: tool.name }, cause: thrown }) };
   }
+}
+
+/** tool_start, the body, onStateChange*, onMessage(result), the afterTool chain; the tool_end chunk to write once the result is recorded. */
+async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<CallRun | ToolOutcome> {
+  await run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: call.arguments, ...run.chunkBase() });
+  const startedAt = performance.now();
+  run.books.countToolCall(tool.name);
+  const body = await callBody(run, tool, call, scope);
+  if ('stopped' in body) return body;
+  const result = body.result;
+  let error = body.error;
   const durationMs = performance.now() - startedAt;
   let finishOutput: FinishOutput | undefined;
   if (!error && tool.finishWith) {

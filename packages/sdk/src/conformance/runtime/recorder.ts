@@ -10,6 +10,8 @@ import {
   type AgentResumedHookContext,
   type AgentRetryHookContext,
   type AgentStartPayload,
+  type AfterSubAgentPayload,
+  type BeforeSubAgentPayload,
   type AgentSupersededPayload,
   type AgentSuspendedHookContext,
   type BeforeLLMCallPayload,
@@ -161,6 +163,14 @@ export class TraceRecorder {
     const run = ctx.runId;
     const step = ctx.stepCount;
     switch (point) {
+      case 'beforeSubAgent': {
+        const p = payload as BeforeSubAgentPayload;
+        return { event: { point, run, step, call: this.#call(p.call.id), agentType: p.call.agentType }, callId: p.call.id };
+      }
+      case 'afterSubAgent': {
+        const p = payload as AfterSubAgentPayload;
+        return { event: { point, run, step, call: this.#call(p.call.id), agentType: p.call.agentType, success: p.success, ...(p.error ? { error: p.error.code } : {}) }, callId: p.call.id };
+      }
       case 'onAgentStart': {
         const p = payload as AgentStartPayload;
         return { event: { point, run, step, startSignal: p.startSignal, input: p.input } };

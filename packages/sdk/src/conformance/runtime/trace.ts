@@ -66,6 +66,8 @@ export type TraceEvent =
       readonly error?: string;
       readonly result?: JsonValue;
     })
+  | (StepEventBase & { readonly point: 'beforeSubAgent'; readonly call: string; readonly agentType: string })
+  | (StepEventBase & { readonly point: 'afterSubAgent'; readonly call: string; readonly agentType: string; readonly success: boolean; readonly error?: string })
   | (StepEventBase & { readonly point: 'onStateChange'; readonly source: string; readonly toolName?: string; readonly state: JsonValue })
   | (StepEventBase & { readonly point: 'onMessage'; readonly index: number; readonly message: TraceMessage })
   | (StepEventBase & { readonly point: 'onExit'; readonly reason: string; readonly stepCount: number; readonly toolCallCounts: { readonly [tool: string]: number } })
