@@ -45,3 +45,15 @@ describe('examples run on the scripted model', () => {
     if (name === 'timing') expect(run.lines.filter((l) => l.startsWith('search: '))).toHaveLength(3);
   });
 });
+
+describe('the research team example (sub-agents)', () => {
+  it('the lead fans out to five researchers; every fold lands in its own notes[threadId]; child chunks stream live in the lead\'s stream; usage includes the children', async () => {
+    const { runResearchTeam } = await import('./research-team.js');
+    const { state, output, childChunks, modelCalls } = await runResearchTeam();
+    expect(state.notes.map((n) => n.status)).toEqual(['covered', 'covered', 'covered', 'covered', 'covered']);
+    expect(state.notes.map((n) => n.finding)).toEqual(['batteries', 'solar', 'wind', 'hydrogen', 'grid storage'].map((t) => `Finding about ${t}: costs fell again this year.`));
+    expect(output).toBe('Summary: 5 topics researched.');
+    expect(childChunks).toBeGreaterThanOrEqual(15);
+    expect(modelCalls).toBe(7);
+  });
+});
