@@ -15,6 +15,7 @@ import { consoleLogger, type Logger } from './logger.js';
 import { recoverRuns } from './recovery.js';
 import type { AgentResult } from './result.js';
 import { resumeAnswers } from './resume-answers.js';
+import { checkSessionId } from './session-id.js';
 import { RunLauncher, type RunStartedInfo } from './run-entry.js';
 
 export type { RunStartedInfo } from './run-entry.js';
@@ -101,7 +102,8 @@ export class JSAgentExecutor implements AgentRuntime {
     }
     const erased = agent as unknown as AgentConfig<unknown, unknown>;
     this.registerAgent(erased);
-    const sessionId = options.sessionId ?? this.#generateId('session');
+    const sessionId = checkSessionId(options.sessionId ?? this.#generateId('session'));
+    if (options.parentSessionId !== undefined) checkSessionId(options.parentSessionId, 'parent session id');
     const existing = await this.stateStore.loadSession(sessionId);
     let initialState: unknown = existing?.state;
     if (!existing) {
@@ -240,7 +242,7 @@ export class JSAgentExecutor implements AgentRuntime {
 
   /** Stops the session's current run if this executor runs it (see {@link AgentHandle.stop}); undefined when it runs nothing there. */
   async stop(sessionId: string, reason?: string): Promise<AgentResult | undefined> {
-    const handle = this.#launcher.live(sessionId);
+    const handle = this.#launcher.live(checkSessionId(sessionId));
     return handle ? handle.stop(reason) : undefined;
   }
 
@@ -251,12 +253,12 @@ export class JSAgentExecutor implements AgentRuntime {
 
   /** A session's stream: every run's chunks in order, from `options.fromSeq` (live unless `follow: false`). */
   readStream(sessionId: string, options?: StreamReadOptions): AsyncIterable<StreamChunk> {
-    return this.streamManager.read(sessionId, options);
+    return this.streamManager.read(checkSessionId(sessionId), options);
   }
 
   /** The committed session, or undefined. */
   async getSession(sessionId: string): Promise<SessionSnapshot | undefined> {
-    return this.stateStore.loadSession(sessionId);
+    return this.stateStore.loadSession(checkSessionId(sessionId));
   }
 
   /** A run as stored, or undefined. */
@@ -266,7 +268,7 @@ export class JSAgentExecutor implements AgentRuntime {
 
   /** The session's checkpoints, oldest first. */
   async listCheckpoints(sessionId: string): Promise<readonly CheckpointInfo[]> {
-    return this.stateStore.listCheckpoints(sessionId);
+    return this.stateStore.listCheckpoints(checkSessionId(sessionId));
   }
 
   /** Signs an approval for a call (HMAC-SHA256 over session, call id and arguments); needs `approvalSecret`. */
@@ -276,7 +278,7 @@ export class JSAgentExecutor implements AgentRuntime {
   }
 
   async #session(sessionId: string): Promise<SessionSnapshot> {
-    const session = await this.stateStore.loadSession(sessionId);
+    const session = await this.stateStore.loadSession(checkSessionId(sessionId));
     if (!session) throw new AgentError('state_not_found', `Session ${sessionId} does not exist.`, { details: { sessionId } });
     return session;
   }
