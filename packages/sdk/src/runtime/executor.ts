@@ -80,7 +80,6 @@ export class JSAgentExecutor implements AgentRuntime {
       logger: this.#logger,
       strictTerminalHooks: options.strictTerminalHooks ?? false,
       auditHooks: options.auditHooks ?? 'decisions',
-      signer: this.#signer,
       generateId: this.#generateId,
       instanceId: this.instanceId,
       leaseMs: this.leaseMs,
@@ -173,7 +172,7 @@ export class JSAgentExecutor implements AgentRuntime {
     if (!run || run.status !== 'suspended' || !run.suspension) {
       throw new AgentError('session_not_suspended', `Session ${sessionId} is not suspended${run ? ` (its run is ${run.status})` : ''}.`, { details: { sessionId } });
     }
-    const deliveries = await resumeAnswers(this.stateStore, sessionId, run.suspension.pending, options, this.#signer);
+    const deliveries = await resumeAnswers(this.stateStore, sessionId, run.runId, run.suspension.pending, options, this.#signer);
     const answered = new Set(deliveries.map((d) => d.pending.toolCallId));
     const stillPending = run.suspension.pending.filter((p) => !answered.has(p.toolCallId));
     return this.#launcher.begin(agent, sessionId, options, {
@@ -271,10 +270,16 @@ export class JSAgentExecutor implements AgentRuntime {
     return this.stateStore.listCheckpoints(checkSessionId(sessionId));
   }
 
-  /** Signs an approval for a call (HMAC-SHA256 over session, call id and arguments); needs `approvalSecret`. */
-  signApproval(sessionId: string, toolCallId: string, input: unknown): string {
+  /**
+   * Signs a decision on a pending call (HMAC-SHA256 over session, run, call, decision and, for an approval,
+   * the final input: the edited input, or the request's arguments); needs `approvalSecret`. `runId` is the
+   * suspended run that asked (the request chunk's `runId`). The stream never carries a signature: call this
+   * on the server that decides, and pass the result to approve() / reject() as `signature`.
+   */
+  signApproval(sessionId: string, toolCallId: string, decision: { readonly runId: string; readonly decision: 'approve'; readonly input: unknown } | { readonly runId: string; readonly decision: 'reject' }): string {
     if (this.#signer === undefined) throw new ConfigError('signApproval() needs the executor option approvalSecret.');
-    return this.#signer.sign(sessionId, toolCallId, input);
+    checkSessionId(sessionId);
+    return this.#signer.sign({ ...decision, sessionId, toolCallId });
   }
 
   async #session(sessionId: string): Promise<SessionSnapshot> {

@@ -7,7 +7,6 @@ import type { Message } from '../messages.js';
 import type { BeginRunRequest, ClaimedRun, RunLease, RunOptionsRecord, StateStore } from '../store.js';
 import type { StartSignalKind, StreamManager, StreamWriter } from '../stream.js';
 import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
-import type { ApprovalSigner } from './approval-signature.js';
 import { crashPoint } from './crash-points.js';
 import type { AuditHooks } from './hook-dispatch.js';
 import { keepLease } from './lease.js';
@@ -57,7 +56,6 @@ export interface LauncherConfig {
   readonly logger: Logger;
   readonly strictTerminalHooks: boolean;
   readonly auditHooks: AuditHooks;
-  readonly signer: ApprovalSigner | undefined;
   readonly generateId: (kind: 'run' | 'turn' | 'session') => string;
   readonly instanceId: string;
   readonly leaseMs: number;
@@ -203,7 +201,6 @@ export class RunLauncher {
 
   #setup(own: Pick<RunSetup, 'agent' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch'>, who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId'>): RunSetup {
     const c = this.#config;
-    const signer = c.signer;
     return {
       ...own,
       stateStore: c.stateStore,
@@ -212,7 +209,6 @@ export class RunLauncher {
       abort: new AbortController(),
       strictTerminalHooks: c.strictTerminalHooks,
       auditHooks: c.auditHooks,
-      ...(signer === undefined ? {} : { signApproval: (s: string, id: string, input: unknown) => signer.sign(s, id, input) }),
       ...(who.parentSessionId === undefined ? {} : { parentSessionId: who.parentSessionId }),
       ...(who.userId === undefined ? {} : { userId: who.userId }),
       ...(who.tags === undefined ? {} : { tags: who.tags }),

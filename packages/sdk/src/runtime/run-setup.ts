@@ -26,6 +26,4 @@ export interface RunSetup extends RunAttribution {
   readonly strictTerminalHooks: boolean;
   /** Which hook invocations write a `hook_decision` chunk. */
   readonly auditHooks: AuditHooks;
-  /** Signs an approval request (HMAC over session, call id and arguments) when the executor has a secret. */
-  readonly signApproval?: (sessionId: string, toolCallId: string, input: unknown) => string;
 }

@@ -128,8 +128,8 @@ async function runToolCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
   }
   const needsApproval = typeof tool.needsApproval === 'function' ? tool.needsApproval(steered.input) : tool.needsApproval === true;
   if (needsApproval) {
-    const signature = run.setup.signApproval?.(run.setup.sessionId, call.id, steered.input);
-    await run.emit({ type: 'tool_approval_request', toolCallId: call.id, toolName: tool.name, arguments: steered.input, ...(signature === undefined ? {} : { signature }), ...run.chunkBase() });
+    // No signature on the stream: a reader of the stream must not be able to approve anything.
+    await run.emit({ type: 'tool_approval_request', toolCallId: call.id, toolName: tool.name, arguments: steered.input, ...run.chunkBase() });
     return { call: toolCall, stopped: false, pending: { toolCallId: call.id, toolName: tool.name, input: steered.input, kind: 'approval' } };
   }
   return executeCall(run, tool, toolCall, scope);
@@ -289,7 +289,7 @@ function interpretBeforeTool(value: unknown, payload: BeforeToolCall, entry: Hoo
  * block wins; `{ input }` replaces the whole input and is validated again. A throw follows the
  * handler's policy; under `block-tool` it blocks the call with the error as the reason.
  */
-async function beforeToolChain(run: Run, tool: ToolDefinition, call: ToolCall, validated: unknown, scope: WriteScope): Promise<{ readonly input: unknown; readonly blocked?: AgentError }> {
+export async function beforeToolChain(run: Run, tool: ToolDefinition, call: ToolCall, validated: unknown, scope: WriteScope): Promise<{ readonly input: unknown; readonly blocked?: AgentError }> {
   if (!run.hooks.has('beforeTool')) return { input: validated };
   const payload: BeforeToolCall = { toolCall: { id: call.id, name: call.name, arguments: validated }, tool };
   const end = await run.hooks.chain('beforeTool', payload, scope, interpretBeforeTool, (error, entry) => blockedError(tool, entry.name, error.message, true));
@@ -310,7 +310,7 @@ function blockedError(tool: ToolDefinition, hookName: string, reason: string, th
  * onStateChange hooks fire, then onMessage for its `run_stopped` row, then afterTool (`success: false`).
  * Its writes are discarded with the step.
  */
-async function cancelCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<ToolOutcome> {
+export async function cancelCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<ToolOutcome> {
   await run.hooks.flushStateChanges(scope);
   const row = stoppedResult(call);
   const error = agentErrorFromInfo(row.errorInfo as AgentErrorInfo);
@@ -319,7 +319,7 @@ async function cancelCall(run: Run, tool: ToolDefinition, call: ToolCall, scope:
 }
 
 /** A blocked call never runs; its error result goes to the model (onMessage), then afterTool fires with `blocked: true`. */
-async function blockCall(run: Run, tool: ToolDefinition, toolCall: ToolCall, error: AgentError, scope: WriteScope): Promise<ToolOutcome> {
+export async function blockCall(run: Run, tool: ToolDefinition, toolCall: ToolCall, error: AgentError, scope: WriteScope): Promise<ToolOutcome> {
   await run.emit({ type: 'tool_start', toolCallId: toolCall.id, toolName: tool.name, arguments: toolCall.arguments, ...run.chunkBase() });
   await recordResult(run, { toolCall, tool, result: undefined, success: false, blocked: true, error, durationMs: 0 }, errorResult(toolCall, error.info), scope);
   await run.emit({ type: 'tool_end', toolCallId: toolCall.id, toolName: tool.name, success: false, durationMs: 0, error: error.info, ...run.chunkBase() });
