@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 
-import { defineAgent, type AgentHooks } from '../index.js';
+import { openSqliteStores } from '@helix-agents/store-sqlite';
+import { defineAgent, type AgentError, type AgentHooks, type ToolResultMessage } from '../index.js';
 import { createScriptedModel } from '../testing/index.js';
-import { setup, textAgent } from './harness.js';
+import { bareTool, collect, setup, textAgent } from './harness.js';
 
 // Issue 14: bad input gets a typed error, never a silent acceptance.
 
@@ -40,5 +41,45 @@ describe('session ids (issue 14, item 5)', () => {
     expect(await stateStore.loadSession('')).toBeUndefined();
     const ok = await executor.execute(agent, 'go', { sessionId: 'y'.repeat(256) });
     expect((await ok.result()).status).toBe('completed');
+  });
+});
+
+describe('unserializable tool results (issue 14, item 6)', () => {
+  const circular: Record<string, unknown> = { a: 1 };
+  circular['self'] = circular;
+  const bad: Record<string, unknown> = { bigint: { n: 10n }, circular, function: { f: () => 1 } };
+  it.each(Object.keys(bad))('a result with a %s becomes a tool_invalid_output result for the model; the run goes on and nothing unserializable is stored or streamed', async (kind) => {
+    const { executor, stateStore, streamManager } = setup();
+    const tool = bareTool('weird', 'returns something odd', () => bad[kind]);
+    const agent = textAgent([{ toolCalls: [{ name: 'weird', args: {}, id: 'w1' }] }, { text: 'recovered' }], { tools: [tool] });
+    const handle = await executor.execute(agent, 'go', { sessionId: `unser-${kind}` });
+    const result = await handle.result();
+    expect(result).toMatchObject({ status: 'completed', output: 'recovered' });
+    const session = await stateStore.loadSession(`unser-${kind}`);
+    const row = session!.messages.find((m): m is ToolResultMessage => m.role === 'tool')!;
+    expect(row).toMatchObject({ isError: true, errorInfo: { code: 'tool_invalid_output', layer: 'tool' } });
+    const chunks = await collect(streamManager.read(`unser-${kind}`, { follow: false }));
+    const end = chunks.find((c) => c.type === 'tool_end');
+    expect(end).toMatchObject({ success: false, error: { code: 'tool_invalid_output' } });
+    expect(() => JSON.stringify(chunks)).not.toThrow();
+    expect(typeof row.content).toBe('string');
+  });
+});
+
+describe('two executes at once on one session (issue 14, item 7)', () => {
+  it.each(['memory', 'sqlite'] as const)('on %s the loser gets a non-retryable state_run_superseded naming the winner; the winner completes', async (kind) => {
+    const wired = kind === 'memory' ? setup() : setup({ stateStore: openSqliteStores({ path: ':memory:' }).stateStore });
+    const agent = textAgent([{ text: 'a' }, { text: 'b' }]);
+    const settled = await Promise.allSettled([wired.executor.execute(agent, 'one', { sessionId: 'race' }), wired.executor.execute(agent, 'two', { sessionId: 'race' })]);
+    const winners = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const losers = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason as AgentError] : []));
+    expect(winners).toHaveLength(1);
+    expect(losers).toHaveLength(1);
+    const winner = winners[0]!;
+    const info = losers[0]!.info;
+    expect(info).toMatchObject({ code: 'state_run_superseded', retryable: false, details: { currentRunId: winner.runId } });
+    expect(info.message).toContain(winner.runId);
+    expect((await winner.result()).status).toBe('completed');
+    expect((await wired.stateStore.loadSession('race'))?.currentRunId).toBe(winner.runId);
   });
 });

@@ -1,11 +1,11 @@
 import type { AgentConfig } from '../define.js';
-import { AgentError, RunInterruptedError, StateCommitError } from '../errors.js';
+import { AgentError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
 import { HookManager, type HookObject } from '../hooks/manager.js';
 import type { AgentHooks } from '../hooks/types.js';
 import type { LLMAdapter } from '../llm.js';
 import type { Message } from '../messages.js';
 import type { BeginRunRequest, ClaimedRun, RunLease, RunOptionsRecord, StateStore } from '../store.js';
-import type { StartSignalKind, StreamManager, StreamWriter } from '../stream.js';
+import type { StartSignalKind, StreamChunkInput, StreamManager, StreamWriter } from '../stream.js';
 import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
 import { crashPoint } from './crash-points.js';
 import type { AuditHooks } from './hook-dispatch.js';
@@ -220,16 +220,31 @@ export class RunLauncher {
   async #enter(sessionId: string, runId: string, lease: RunLease, agentType: string, signal: StartSignalKind, input: string): Promise<StreamWriter> {
     const c = this.#config;
     try {
-      const writer = await c.streamManager.claim(sessionId, runId);
-      const ok = await writer.write({ type: 'run_started', signal, input, streamId: sessionId, agentId: sessionId, agentType, runId, timestamp: Date.now() });
-      if (!ok) throw new StateCommitError(`Run ${runId} lost its stream to a newer run before it started.`);
-      return writer;
+      return await this.#claim(sessionId, runId, { type: 'run_started', signal, input, streamId: sessionId, agentId: sessionId, agentType, runId, timestamp: Date.now() });
     } catch (error) {
       const info = AgentError.isInstance(error) ? error.info : new StateCommitError(error instanceof Error ? error.message : String(error)).info;
       await c.stateStore
         .commit({ sessionId, runId, epoch: lease.epoch, kind: 'terminal', runStatus: 'failed', error: info, committedAt: Date.now() })
         .catch((e: unknown) => c.logger.error(`could not record the failed entry of run ${runId}: ${String(e)}`));
       throw error;
+    }
+  }
+
+  /**
+   * Claims the stream and writes run_started. Two entries racing on one session both pass their K1 (the
+   * later one supersedes the earlier); the stream then goes to whichever claims last. The entry that is
+   * no longer the session's current run loses with a non-retryable `state_run_superseded` naming the run
+   * that won (retrying would supersede the winner); the current run whose claim an older entry took
+   * claims again.
+   */
+  async #claim(sessionId: string, runId: string, started: StreamChunkInput): Promise<StreamWriter> {
+    const c = this.#config;
+    for (let attempt = 0; ; attempt++) {
+      const writer = await c.streamManager.claim(sessionId, runId);
+      if (await writer.write(started)) return writer;
+      const current = (await c.stateStore.loadSession(sessionId))?.currentRunId;
+      if (current !== runId) throw new RunSupersededError(sessionId, runId, current);
+      if (attempt > 0) throw new StateCommitError(`Run ${runId} lost its stream to another run before it started.`);
     }
   }
 

@@ -8,6 +8,7 @@ import type { StreamChunkInput } from '../stream.js';
 import type { PendingCall } from '../store.js';
 import type { Verdict, WriteScope } from './hook-dispatch.js';
 import { callResultRecord, type CallResultRecord, type FinishOutput } from './journal-records.js';
+import { unserializable } from './json-value.js';
 import { callScope, type Run } from './run.js';
 import { AwaitChildrenSignal, toolContext } from './tool-context.js';
 
@@ -217,15 +218,7 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
   let error: AgentError | undefined;
   run.books.countToolCall(tool.name);
   try {
-    result = await execute(call.arguments, toolContext(run, tool, call.id, scope));
-    if (tool.outputSchema) {
-      const out = tool.outputSchema.safeParse(result);
-      if (out.success) result = out.data;
-      else {
-        error = new ToolError('tool_invalid_output', `Tool "${tool.name}" returned an invalid result:\n${z.prettifyError(out.error)}`, { details: { tool: tool.name } });
-        result = undefined;
-      }
-    }
+    ({ result, error } = checkedResult(tool, await execute(call.arguments, toolContext(run, tool, call.id, scope))));
   } catch (thrown) {
     if (isOwnSupersede(run, thrown)) throw thrown;
     if (thrown instanceof AwaitChildrenSignal) {
@@ -250,6 +243,28 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
   const { message, rewritten } = await recordResult(run, { toolCall: call, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, row, scope);
   const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success, durationMs, ...(error ? { error: error.info } : { result: rewritten ? rewritten.result : result }), ...run.chunkBase() };
   return { record: { message, patches: run.work.patchesOf(scope.owner), success, durationMs, ...(finishOutput ? { finishOutput } : {}) }, end };
+}
+
+/** The tool's result checked against its outputSchema and for JSON: an invalid one becomes `tool_invalid_output` (and no result). */
+function checkedResult(tool: ToolDefinition, raw: unknown): { result: unknown; error: AgentError | undefined } {
+  let result = raw;
+  if (tool.outputSchema) {
+    const out = tool.outputSchema.safeParse(raw);
+    if (!out.success) return { result: undefined, error: new ToolError('tool_invalid_output', `Tool "${tool.name}" returned an invalid result:\n${z.prettifyError(out.error)}`, { details: { tool: tool.name } }) };
+    result = out.data;
+  }
+  const unstorable = unstorableResult(tool, result);
+  return unstorable ? { result: undefined, error: unstorable } : { result, error: undefined };
+}
+
+/** A `tool_invalid_output` error when a result cannot be stored or streamed as JSON (BigInt, function, symbol, cycle): nothing unserializable reaches a store or a stream. */
+function unstorableResult(tool: ToolDefinition, result: unknown): AgentError | undefined {
+  const problem = unserializable(result);
+  if (problem === undefined) return undefined;
+  return new ToolError('tool_invalid_output', `Tool "${tool.name}" returned a result that cannot be serialized as JSON (${problem}).`, {
+    hint: 'Return JSON values only: no BigInt, functions, symbols or circular objects.',
+    details: { tool: tool.name, problem },
+  });
 }
 
 /**
