@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 
 import { openSqliteStores } from '@helix-agents/store-sqlite';
-import { defineAgent, type AgentError, type AgentHooks, type ToolResultMessage } from '../index.js';
+import { createHookManager, defineAgent, type AgentError, type AgentHooks, type ToolResultMessage } from '../index.js';
 import { createScriptedModel } from '../testing/index.js';
-import { bareTool, collect, setup, textAgent } from './harness.js';
+import { bareTool, collect, incrementTool, setup, textAgent } from './harness.js';
 
 // Issue 14: bad input gets a typed error, never a silent acceptance.
 
@@ -81,5 +81,37 @@ describe('two executes at once on one session (issue 14, item 7)', () => {
     expect(info.message).toContain(winner.runId);
     expect((await winner.result()).status).toBe('completed');
     expect((await wired.stateStore.loadSession('race'))?.currentRunId).toBe(winner.runId);
+  });
+});
+
+describe('state that violates the stateSchema (issue 14, item 4)', () => {
+  it("a tool's invalid write becomes a state_invalid error result for that call; its writes are dropped and the run goes on", async () => {
+    const { executor, stateStore } = setup();
+    const corrupt = bareTool('corrupt', 'writes a string into the counter', (_input, ctx) => {
+      ctx.updateState<{ count: unknown; log: string[] }>((d) => {
+        d.log.push('corrupt ran');
+        d.count = 'many';
+      });
+      return 'ok';
+    });
+    const agent = textAgent([{ toolCalls: [{ name: 'corrupt', args: {}, id: 'c1' }, { name: 'increment', args: { by: 2 }, id: 'c2' }] }, { text: 'done' }], { tools: [corrupt, incrementTool] });
+    const result = await (await executor.execute(agent, 'go', { sessionId: 'state-1' })).result();
+    expect(result.status).toBe('completed');
+    const session = await stateStore.loadSession('state-1');
+    expect(session!.state).toEqual({ count: 2, log: ['+2'] });
+    const row = session!.messages.find((m): m is ToolResultMessage => m.role === 'tool' && m.toolCallId === 'c1')!;
+    expect(row).toMatchObject({ isError: true, errorInfo: { code: 'state_invalid' } });
+  });
+
+  it("a hook's invalid write follows the hook's error policy: fail-run fails the run, fail-open drops the write; nothing invalid is committed", async () => {
+    const hooks = { afterLLMCall: (_p: unknown, ctx: { updateState(u: (d: { count: unknown }) => void): void }) => ctx.updateState((d) => void (d.count = null)) } as unknown as AgentHooks;
+    const failing = setup();
+    const failed = await (await failing.executor.execute(textAgent([{ text: 'a' }]), 'go', { sessionId: 'state-2', hooks })).result();
+    expect(failed.status).toBe('failed');
+    expect((await failing.stateStore.loadSession('state-2'))!.state).toEqual({ count: 0, log: [] });
+    const open = setup();
+    const kept = await (await open.executor.execute(textAgent([{ text: 'a' }]), 'go', { sessionId: 'state-3', hookManager: createHookManager(hooks, { onError: 'fail-open' }) })).result();
+    expect(kept.status).toBe('completed');
+    expect((await open.stateStore.loadSession('state-3'))!.state).toEqual({ count: 0, log: [] });
   });
 });

@@ -230,6 +230,8 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
     error = new ToolError('tool_failed', `Tool "${tool.name}" failed: ${message}`, { details: { tool: tool.name }, cause: thrown });
   }
   const durationMs = performance.now() - startedAt;
+  const badState = invalidStateWrite(run, tool, scope);
+  if (badState) ({ result, error } = { result: undefined, error: badState });
   let finishOutput: FinishOutput | undefined;
   if (!error && tool.finishWith) {
     const schema = run.setup.agent.outputSchema;
@@ -243,6 +245,20 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
   const { message, rewritten } = await recordResult(run, { toolCall: call, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, row, scope);
   const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success, durationMs, ...(error ? { error: error.info } : { result: rewritten ? rewritten.result : result }), ...run.chunkBase() };
   return { record: { message, patches: run.work.patchesOf(scope.owner), success, durationMs, ...(finishOutput ? { finishOutput } : {}) }, end };
+}
+
+/**
+ * A call whose state writes leave the state violating the agent's stateSchema: its writes are dropped
+ * (and its queued onStateChange with them) and it gets a `state_invalid` error result; the run goes on.
+ */
+function invalidStateWrite(run: Run, tool: ToolDefinition, scope: WriteScope): AgentError | undefined {
+  if (run.work.patchesOf(scope.owner).length === 0) return undefined;
+  const issues = run.stateIssues();
+  if (!issues) return undefined;
+  const dropped = new Set([scope.owner]);
+  for (let more = run.work.keepWrites((o) => !dropped.has(o)); more.size > 0; more = run.work.keepWrites((o) => !dropped.has(o))) for (const o of more) dropped.add(o);
+  scope.changes.length = 0;
+  return new ToolError('state_invalid', `Tool "${tool.name}" wrote a state that does not match the agent's stateSchema; its writes were dropped.`, { layer: 'tool', details: { tool: tool.name, issues } });
 }
 
 /** The tool's result checked against its outputSchema and for JSON: an invalid one becomes `tool_invalid_output` (and no result). */
