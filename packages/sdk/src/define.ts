@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Draft, RunAttribution } from './hooks/types.js';
 import { ConfigError } from './errors.js';
 import type { AgentHooks } from './hooks/types.js';
-import type { HookManager, HookMap } from './hooks/manager.js';
+import { HookManager, type HookMap } from './hooks/manager.js';
 import type { JSONSchema, LanguageModel, LLMToolSpec, ModelParameters } from './llm.js';
 
 /** The name of the internal tool an agent with an outputSchema finishes through. */
@@ -213,6 +213,8 @@ export function defineAgent<TState = EmptyState, TOutput = string>(definition: A
   if (!Number.isInteger(maxSteps) || maxSteps < 1) {
     throw new ConfigError(`Agent "${definition.name}": maxSteps must be a positive integer, got ${String(definition.maxSteps)}.`);
   }
+  // Checked now, as createHookManager checks them: a misspelled point (onAgentCompleted) is a ConfigError listing the valid ones.
+  if (definition.hooks !== undefined && !(definition.hooks instanceof HookManager)) new HookManager<TState, TOutput>(definition.hooks);
   const tools = definition.tools ?? [];
   const toolsByName = new Map<string, ToolDefinition>();
   for (const tool of tools) {

@@ -77,6 +77,7 @@ export const ERROR_CODES = {
   config_invalid: { layer: 'run', severity: 'fatal', retryable: false, hint: 'Fix the agent, tool or hook definition named in the message.' },
   state_run_superseded: { layer: 'run', severity: 'info', retryable: false, hint: 'Another run took over this session; follow that run instead.' },
   state_commit_failed: { layer: 'transport', severity: 'fatal', retryable: true, hint: 'The state store refused or lost a write; check the store and retry the run.' },
+  state_invalid: { layer: 'run', severity: 'error', retryable: false, hint: "A write would make the state violate the agent's stateSchema; it was dropped. Fix the tool or hook named in details." },
   state_not_found: { layer: 'run', severity: 'error', retryable: false },
   state_conflict: { layer: 'run', severity: 'error', retryable: true, hint: 'The session changed while this call was on its way (another resume or run came first); reload it and try again.' },
   state_run_not_recoverable: { layer: 'run', severity: 'error', retryable: false, hint: 'The run is not running, not current, or its lease has not expired yet.' },

@@ -156,18 +156,18 @@ describe.each<StoreKind>(['memory', 'sqlite'])('suspension boundaries on %s (D10
     expect(rec.of('afterTool')[0]!.payload).toMatchObject({ blocked: true, success: false });
   });
 
-  it('signed approvals: a decision must carry the HMAC over session, call id and arguments; a replayed or missing signature is refused', async () => {
+  it('signed approvals: a decision must carry the HMAC over session, run, call, decision and input (from signApproval); a replayed or missing signature is refused', async () => {
     const { make } = world(kind, { approvalSecret: 'test-secret' });
     const agent = hitlAgent([{ toolCalls: [{ name: 'delete_file', args: { path: '/tmp/a' }, id: 'd1' }] }, { text: 'done' }]);
     const executor = make([agent]);
     const first = await executor.execute(agent, 'delete', { sessionId: 's5' });
     const request = (await collect(first.stream())).find((c): c is Extract<StreamChunk, { type: 'tool_approval_request' }> => c.type === 'tool_approval_request')!;
-    expect(request.signature).toBe(executor.signApproval('s5', 'd1', { path: '/tmp/a' }));
+    expect(request).not.toHaveProperty('signature');
     await expect(executor.approve('s5', 'd1')).rejects.toMatchObject({ info: { code: 'approval_invalid_signature' } });
-    await expect(executor.approve('s5', 'd1', { signature: executor.signApproval('other-session', 'd1', { path: '/tmp/a' }) })).rejects.toMatchObject({
+    await expect(executor.approve('s5', 'd1', { signature: executor.signApproval('other-session', 'd1', { runId: request.runId, decision: 'approve', input: { path: '/tmp/a' } }) })).rejects.toMatchObject({
       info: { code: 'approval_invalid_signature' },
     });
-    const ok = await executor.approve('s5', 'd1', { signature: request.signature! });
+    const ok = await executor.approve('s5', 'd1', { signature: executor.signApproval('s5', 'd1', { runId: request.runId, decision: 'approve', input: request.arguments }) });
     expect((await ok.result()).status).toBe('completed');
   });
 

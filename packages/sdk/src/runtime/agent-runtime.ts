@@ -68,7 +68,7 @@ export interface ApprovalDecision {
   readonly input?: unknown;
   /** Told to the model on a rejection. */
   readonly reason?: string;
-  /** Required when the executor signs approvals (`approvalSecret`): from the tool_approval_request chunk or signApproval(). */
+  /** Required when the executor signs approvals (`approvalSecret`): made with `executor.signApproval()` on the server that decides (never carried by the stream). */
   readonly signature?: string;
 }
 

@@ -12,7 +12,20 @@ function stableJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-/** Signs approval requests and checks the signatures on approve() / reject() (HMAC-SHA256 over session, call id and arguments). */
+/**
+ * What an approval signature binds: the session, the suspended run that asked, the call, the decision
+ * and, for an approval, the final input the tool will run with (the edited input, or the request's
+ * arguments when it is not edited). A rejection binds no input.
+ */
+export type ApprovalToSign =
+  | { readonly sessionId: string; readonly runId: string; readonly toolCallId: string; readonly decision: 'approve'; readonly input: unknown }
+  | { readonly sessionId: string; readonly runId: string; readonly toolCallId: string; readonly decision: 'reject' };
+
+/**
+ * Signs decisions and checks the signatures on approve() / reject(): HMAC-SHA256 with the executor's
+ * secret over session, run, call, decision and final input. The signature never appears on the stream:
+ * the approver's server gets it from `executor.signApproval(...)`, so reading the stream authorizes nothing.
+ */
 export class ApprovalSigner {
   readonly #secret: string;
 
@@ -20,16 +33,18 @@ export class ApprovalSigner {
     this.#secret = secret;
   }
 
-  /** The signature of an approval request for this call and arguments. */
-  sign(sessionId: string, toolCallId: string, input: unknown): string {
-    return createHmac('sha256', this.#secret).update(`${sessionId}\n${toolCallId}\n${stableJson(input)}`).digest('base64url');
+  /** The signature of this decision. */
+  sign(approval: ApprovalToSign): string {
+    const input = approval.decision === 'approve' ? stableJson(approval.input) : '';
+    const message = JSON.stringify(['helix-approval/2', approval.sessionId, approval.runId, approval.toolCallId, approval.decision, input]);
+    return createHmac('sha256', this.#secret).update(message).digest('base64url');
   }
 
   /** True when `signature` is the one {@link sign} gives (compared in constant time). */
-  verify(sessionId: string, toolCallId: string, input: unknown, signature: string | undefined): boolean {
-    if (signature === undefined) return false;
+  verify(approval: ApprovalToSign, signature: string | undefined): boolean {
+    if (typeof signature !== 'string') return false;
     const x = Buffer.from(signature);
-    const y = Buffer.from(this.sign(sessionId, toolCallId, input));
+    const y = Buffer.from(this.sign(approval));
     return x.length === y.length && timingSafeEqual(x, y);
   }
 }

@@ -16,6 +16,7 @@ import { recoverRuns } from './recovery.js';
 import type { AgentResult } from './result.js';
 import { resumeAnswers } from './resume-answers.js';
 import { attachedHandle } from './attached-handle.js';
+import { checkSessionId } from './session-id.js';
 import { RunLauncher, type RunStartedInfo } from './run-entry.js';
 import type { ChildStart } from './run-setup.js';
 
@@ -85,7 +86,6 @@ export class JSAgentExecutor implements AgentRuntime {
       logger: this.#logger,
       strictTerminalHooks: options.strictTerminalHooks ?? false,
       auditHooks: options.auditHooks ?? 'decisions',
-      signer: this.#signer,
       generateId: this.#generateId,
       instanceId: this.instanceId,
       leaseMs: this.leaseMs,
@@ -113,7 +113,8 @@ export class JSAgentExecutor implements AgentRuntime {
     }
     const erased = agent;
     this.registerAgent(erased);
-    const sessionId = options.sessionId ?? this.#generateId('session');
+    const sessionId = checkSessionId(options.sessionId ?? this.#generateId('session'));
+    if (options.parentSessionId !== undefined) checkSessionId(options.parentSessionId, 'parent session id');
     const existing = await this.stateStore.loadSession(sessionId);
     let initialState: unknown = existing?.state;
     if (!existing) {
@@ -200,7 +201,7 @@ export class JSAgentExecutor implements AgentRuntime {
     if (!run || run.status !== 'suspended' || !run.suspension) {
       throw new AgentError('session_not_suspended', `Session ${sessionId} is not suspended${run ? ` (its run is ${run.status})` : ''}.`, { details: { sessionId } });
     }
-    const deliveries = await resumeAnswers(this.stateStore, sessionId, run.suspension.pending, options, this.#signer);
+    const deliveries = await resumeAnswers(this.stateStore, sessionId, run.runId, run.suspension.pending, options, this.#signer);
     const answered = new Set(deliveries.map((d) => d.pending.toolCallId));
     const stillPending = run.suspension.pending.filter((p) => !answered.has(p.toolCallId));
     return this.#launcher.begin(agent, sessionId, options, {
@@ -269,7 +270,7 @@ export class JSAgentExecutor implements AgentRuntime {
 
   /** Stops the session's current run if this executor runs it (see {@link AgentHandle.stop}); undefined when it runs nothing there. */
   async stop(sessionId: string, reason?: string): Promise<AgentResult | undefined> {
-    const handle = this.#launcher.live(sessionId);
+    const handle = this.#launcher.live(checkSessionId(sessionId));
     return handle ? handle.stop(reason) : undefined;
   }
 
@@ -280,12 +281,12 @@ export class JSAgentExecutor implements AgentRuntime {
 
   /** A session's stream: every run's chunks in order, from `options.fromSeq` (live unless `follow: false`). */
   readStream(sessionId: string, options?: StreamReadOptions): AsyncIterable<StreamChunk> {
-    return this.streamManager.read(sessionId, options);
+    return this.streamManager.read(checkSessionId(sessionId), options);
   }
 
   /** The committed session, or undefined. */
   async getSession(sessionId: string): Promise<SessionSnapshot | undefined> {
-    return this.stateStore.loadSession(sessionId);
+    return this.stateStore.loadSession(checkSessionId(sessionId));
   }
 
   /** A run as stored, or undefined. */
@@ -295,17 +296,23 @@ export class JSAgentExecutor implements AgentRuntime {
 
   /** The session's checkpoints, oldest first. */
   async listCheckpoints(sessionId: string): Promise<readonly CheckpointInfo[]> {
-    return this.stateStore.listCheckpoints(sessionId);
+    return this.stateStore.listCheckpoints(checkSessionId(sessionId));
   }
 
-  /** Signs an approval for a call (HMAC-SHA256 over session, call id and arguments); needs `approvalSecret`. */
-  signApproval(sessionId: string, toolCallId: string, input: unknown): string {
+  /**
+   * Signs a decision on a pending call (HMAC-SHA256 over session, run, call, decision and, for an approval,
+   * the final input: the edited input, or the request's arguments); needs `approvalSecret`. `runId` is the
+   * suspended run that asked (the request chunk's `runId`). The stream never carries a signature: call this
+   * on the server that decides, and pass the result to approve() / reject() as `signature`.
+   */
+  signApproval(sessionId: string, toolCallId: string, decision: { readonly runId: string; readonly decision: 'approve'; readonly input: unknown } | { readonly runId: string; readonly decision: 'reject' }): string {
     if (this.#signer === undefined) throw new ConfigError('signApproval() needs the executor option approvalSecret.');
-    return this.#signer.sign(sessionId, toolCallId, input);
+    checkSessionId(sessionId);
+    return this.#signer.sign({ ...decision, sessionId, toolCallId });
   }
 
   async #session(sessionId: string): Promise<SessionSnapshot> {
-    const session = await this.stateStore.loadSession(sessionId);
+    const session = await this.stateStore.loadSession(checkSessionId(sessionId));
     if (!session) throw new AgentError('state_not_found', `Session ${sessionId} does not exist.`, { details: { sessionId } });
     return session;
   }

@@ -1,7 +1,7 @@
 import { AgentError } from '../errors.js';
 import type { PendingCall, StateStore } from '../store.js';
-import type { ResumeOptions } from './agent-runtime.js';
-import type { ApprovalSigner } from './approval-signature.js';
+import type { ApprovalDecision, ResumeOptions } from './agent-runtime.js';
+import type { ApprovalSigner, ApprovalToSign } from './approval-signature.js';
 import type { Delivery } from './run-start.js';
 
 /**
@@ -10,7 +10,7 @@ import type { Delivery } from './run-start.js';
  * the outcomes of awaited children once every one of them has ended. An invalid answer throws before
  * anything is written.
  */
-export async function resumeAnswers(store: StateStore, sessionId: string, pending: readonly PendingCall[], options: ResumeOptions, signer: ApprovalSigner | undefined): Promise<Delivery[]> {
+export async function resumeAnswers(store: StateStore, sessionId: string, runId: string, pending: readonly PendingCall[], options: ResumeOptions, signer: ApprovalSigner | undefined): Promise<Delivery[]> {
   const byId = new Map(pending.map((p) => [p.toolCallId, p] as const));
   const seen = new Set<string>();
   const deliveries: Delivery[] = [];
@@ -28,8 +28,8 @@ export async function resumeAnswers(store: StateStore, sessionId: string, pendin
   for (const r of answers.toolResults ?? []) deliveries.push({ pending: take(r.toolCallId, 'client'), answer: { kind: 'client', result: r.result, ...(r.isError === undefined ? {} : { isError: r.isError }) } });
   for (const d of answers.decisions ?? []) {
     const call = take(d.toolCallId, 'approval');
-    if (signer && !signer.verify(sessionId, d.toolCallId, call.input, d.signature)) {
-      throw new AgentError('approval_invalid_signature', `The ${d.decision === 'approve' ? 'approval' : 'rejection'} of call ${d.toolCallId} is not signed for this session, call and arguments.`, { details: { sessionId, toolCallId: d.toolCallId } });
+    if (signer && !signer.verify(signedFields(sessionId, runId, call, d), d.signature)) {
+      throw new AgentError('approval_invalid_signature', `The ${d.decision === 'approve' ? 'approval' : 'rejection'} of call ${d.toolCallId} is not signed for this session, run, call, decision and input.`, { details: { sessionId, runId, toolCallId: d.toolCallId } });
     }
     deliveries.push({
       pending: call,
@@ -42,6 +42,12 @@ export async function resumeAnswers(store: StateStore, sessionId: string, pendin
     if (outcomes) deliveries.push({ pending: call, answer: { kind: 'children', outcomes } });
   }
   return deliveries;
+}
+
+/** What a decision's signature must bind: session, run, call, decision and (approve) the final input. */
+function signedFields(sessionId: string, runId: string, call: PendingCall, d: ApprovalDecision): ApprovalToSign {
+  if (d.decision === 'reject') return { sessionId, runId, toolCallId: d.toolCallId, decision: 'reject' };
+  return { sessionId, runId, toolCallId: d.toolCallId, decision: 'approve', input: d.input === undefined ? call.input : d.input };
 }
 
 /** The outcomes of awaited child sessions, or undefined while any of them is still running or suspended. */

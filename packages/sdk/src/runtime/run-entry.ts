@@ -1,14 +1,13 @@
 import type { AgentConfig } from '../define.js';
-import { AgentError, RunInterruptedError, StateCommitError } from '../errors.js';
+import { AgentError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
 import { HookManager, type HookObject } from '../hooks/manager.js';
 import type { AgentHooks } from '../hooks/types.js';
 import type { LLMAdapter } from '../llm.js';
 import type { Message } from '../messages.js';
 import type { BeginRunRequest, ClaimedRun, RunLease, RunOptionsRecord, StateStore } from '../store.js';
-import type { StartSignalKind, StreamManager, StreamWriter } from '../stream.js';
+import type { StartSignalKind, StreamChunkInput, StreamManager, StreamWriter } from '../stream.js';
 import { mergeRollups, type UsageRollup } from '../usage.js';
 import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
-import type { ApprovalSigner } from './approval-signature.js';
 import { crashPoint } from './crash-points.js';
 import type { AuditHooks } from './hook-dispatch.js';
 import { keepLease } from './lease.js';
@@ -60,7 +59,6 @@ export interface LauncherConfig {
   readonly logger: Logger;
   readonly strictTerminalHooks: boolean;
   readonly auditHooks: AuditHooks;
-  readonly signer: ApprovalSigner | undefined;
   readonly generateId: (kind: 'run' | 'turn' | 'session') => string;
   readonly instanceId: string;
   readonly leaseMs: number;
@@ -219,7 +217,6 @@ export class RunLauncher {
 
   #setup(own: Pick<RunSetup, 'agent' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch'>, who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId' | 'depth'>): RunSetup {
     const c = this.#config;
-    const signer = c.signer;
     return {
       ...own,
       stateStore: c.stateStore,
@@ -230,7 +227,6 @@ export class RunLauncher {
       auditHooks: c.auditHooks,
       depth: who.depth ?? 0,
       ...(c.children === undefined ? {} : { children: c.children }),
-      ...(signer === undefined ? {} : { signApproval: (s: string, id: string, input: unknown) => signer.sign(s, id, input) }),
       ...(who.parentSessionId === undefined ? {} : { parentSessionId: who.parentSessionId }),
       ...(who.userId === undefined ? {} : { userId: who.userId }),
       ...(who.tags === undefined ? {} : { tags: who.tags }),
@@ -242,16 +238,31 @@ export class RunLauncher {
   async #enter(sessionId: string, runId: string, lease: RunLease, agentType: string, signal: StartSignalKind, input: string): Promise<StreamWriter> {
     const c = this.#config;
     try {
-      const writer = await c.streamManager.claim(sessionId, runId);
-      const ok = await writer.write({ type: 'run_started', signal, input, streamId: sessionId, agentId: sessionId, agentType, runId, timestamp: Date.now() });
-      if (!ok) throw new StateCommitError(`Run ${runId} lost its stream to a newer run before it started.`);
-      return writer;
+      return await this.#claim(sessionId, runId, { type: 'run_started', signal, input, streamId: sessionId, agentId: sessionId, agentType, runId, timestamp: Date.now() });
     } catch (error) {
       const info = AgentError.isInstance(error) ? error.info : new StateCommitError(error instanceof Error ? error.message : String(error)).info;
       await c.stateStore
         .commit({ sessionId, runId, epoch: lease.epoch, kind: 'terminal', runStatus: 'failed', error: info, committedAt: Date.now() })
         .catch((e: unknown) => c.logger.error(`could not record the failed entry of run ${runId}: ${String(e)}`));
       throw error;
+    }
+  }
+
+  /**
+   * Claims the stream and writes run_started. Two entries racing on one session both pass their K1 (the
+   * later one supersedes the earlier); the stream then goes to whichever claims last. The entry that is
+   * no longer the session's current run loses with a non-retryable `state_run_superseded` naming the run
+   * that won (retrying would supersede the winner); the current run whose claim an older entry took
+   * claims again.
+   */
+  async #claim(sessionId: string, runId: string, started: StreamChunkInput): Promise<StreamWriter> {
+    const c = this.#config;
+    for (let attempt = 0; ; attempt++) {
+      const writer = await c.streamManager.claim(sessionId, runId);
+      if (await writer.write(started)) return writer;
+      const current = (await c.stateStore.loadSession(sessionId))?.currentRunId;
+      if (current !== runId) throw new RunSupersededError(sessionId, runId, current);
+      if (attempt > 0) throw new StateCommitError(`Run ${runId} lost its stream to another run before it started.`);
     }
   }
 

@@ -31,8 +31,6 @@ export interface RunSetup extends RunAttribution {
   readonly depth: number;
   /** Starts (or re-attaches to) child runs of sub-agent calls; absent where the runtime cannot. */
   readonly children?: ChildRunner;
-  /** Signs an approval request (HMAC over session, call id and arguments) when the executor has a secret. */
-  readonly signApproval?: (sessionId: string, toolCallId: string, input: unknown) => string;
 }
 
 /** What a child run is started with. */

@@ -1,4 +1,4 @@
-import { ConfigError, type RunSupersededError } from '../errors.js';
+import { AgentError, ConfigError, type RunSupersededError } from '../errors.js';
 import type { Draft, StateChangeSource } from '../hooks/types.js';
 import type { Message } from '../messages.js';
 import type { Commit, RunStatus } from '../store.js';
@@ -95,11 +95,28 @@ export class Run implements HookHost {
   /** Applies an Immer update in `scope`: streamed as a `state_patch` chunk and, when someone listens, queued for onStateChange. */
   updateState(updater: (draft: Draft<unknown>) => void, source: StateChangeSource, scope: WriteScope, toolName?: string): void {
     const previousState = this.work.state;
+    const before = this.work.mark();
     const patches = this.work.update(updater, scope.owner);
     if (!patches) return;
+    // A hook's write is checked at once, so a violation is that hook's error (its error policy applies); a tool's when its call ends.
+    if (source === 'hook') {
+      const issues = this.stateIssues();
+      if (issues) {
+        this.work.rollbackTo(before);
+        throw new AgentError('state_invalid', `A hook's state write does not match ${this.setup.agent.name}'s stateSchema; it was dropped.`, { details: { source, issues } });
+      }
+    }
     this.emitNoWait({ type: 'state_patch', patches, source, ...(toolName === undefined ? {} : { toolName }), ...this.chunkBase() });
     if (!this.hooks.wantsStateChange()) return;
     scope.changes.push({ previousState, newState: this.work.state, source, patches, ...(toolName === undefined ? {} : { toolName }) });
+  }
+
+  /** The stateSchema issues of the working state, or undefined when it is valid (or the agent has no schema). */
+  stateIssues(): { path: string[]; message: string }[] | undefined {
+    const schema = this.setup.agent.stateSchema;
+    if (!schema) return undefined;
+    const parsed = schema.safeParse(this.work.state);
+    return parsed.success ? undefined : parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message }));
   }
 
   /** ctx.updateMessages: rows of the current step may be replaced and rows appended (they fire onMessage); committed rows never change. */

@@ -1,8 +1,9 @@
 import { AgentError, ToolError, type AgentErrorInfo } from '../errors.js';
+import type { ToolDefinition } from '../define.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
 import type { PendingCall } from '../store.js';
 import { callScope, type Run } from './run.js';
-import { errorResult, executeCall, invalidInput, recordResult, type ToolOutcome } from './tool-calls.js';
+import { beforeToolChain, blockCall, cancelCall, errorResult, executeCall, invalidInput, recordResult, type ToolOutcome } from './tool-calls.js';
 
 /** The step index a delivered call is recorded under: before the resumed run's first step. */
 const DELIVERY_STEP = -1;
@@ -15,9 +16,30 @@ export type PendingAnswer =
   | { readonly kind: 'children'; readonly outcomes: readonly { readonly sessionId: string; readonly status: string; readonly output?: unknown; readonly error?: AgentErrorInfo }[] };
 
 /**
+ * An approval with edited arguments: they are validated and go through the whole beforeTool chain again
+ * (the chain saw only the original arguments before the suspension), so a guard's block or rewrite
+ * applies to what actually runs. Keyed before the resumed run's first step (-1), so a call of that step
+ * reusing the id is its own work.
+ */
+async function runEdited(run: Run, tool: ToolDefinition, call: ToolCall, edited: unknown): Promise<ToolOutcome> {
+  const scope = callScope(call.id);
+  const parsed = tool.inputSchema.safeParse(edited);
+  if (!parsed.success) {
+    await run.appendMessage(errorResult(call, invalidInput(tool.name, parsed.error)), scope);
+    return { call, stopped: false };
+  }
+  const steered = await beforeToolChain(run, tool, call, parsed.data, scope);
+  if (run.superseded) throw run.superseded;
+  const toolCall: ToolCall = { ...call, arguments: steered.input };
+  if (run.signal.aborted) return cancelCall(run, tool, toolCall, scope);
+  if (steered.blocked !== undefined) return blockCall(run, tool, toolCall, steered.blocked, scope);
+  return executeCall(run, tool, toolCall, scope, DELIVERY_STEP);
+}
+
+/**
  * Delivers the answer to a call a suspended run was waiting on, in the resumed run (the canonical order
- * without the beforeTool chain, which ran before the suspension): an approved call runs (with its edited
- * input), a rejected one gets a `permission_denied` result, a client result or the children's outcomes
+ * without the beforeTool chain, which ran before the suspension): an approved call runs (edited
+ * arguments go through the beforeTool chain again), a rejected one gets a `permission_denied` result, a client result or the children's outcomes
  * become the call's result. onMessage and afterTool fire for each.
  */
 export async function deliverAnswer(run: Run, pending: PendingCall, answer: PendingAnswer): Promise<ToolOutcome> {
@@ -28,19 +50,7 @@ export async function deliverAnswer(run: Run, pending: PendingCall, answer: Pend
     await run.appendMessage(errorResult(call, new ToolError('tool_not_found', `Tool "${call.name}" no longer exists.`).info), scope);
     return { call, stopped: false };
   }
-  if (answer.kind === 'approve') {
-    let input = pending.input;
-    if (answer.input !== undefined) {
-      const parsed = tool.inputSchema.safeParse(answer.input);
-      if (!parsed.success) {
-        await run.appendMessage(errorResult(call, invalidInput(tool.name, parsed.error)), scope);
-        return { call, stopped: false };
-      }
-      input = parsed.data;
-    }
-    // Keyed before the resumed run's first step (-1), so a call of that step reusing the id is its own work.
-    return executeCall(run, tool, { ...call, arguments: input }, scope, DELIVERY_STEP);
-  }
+  if (answer.kind === 'approve') return answer.input === undefined ? executeCall(run, tool, call, scope, DELIVERY_STEP) : runEdited(run, tool, call, answer.input);
   let row: ToolResultMessage;
   let error: AgentError | undefined;
   let result: unknown;

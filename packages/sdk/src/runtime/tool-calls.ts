@@ -8,6 +8,7 @@ import type { StreamChunkInput } from '../stream.js';
 import type { PendingCall } from '../store.js';
 import type { Verdict, WriteScope } from './hook-dispatch.js';
 import { callResultRecord, type CallResultRecord, type FinishOutput } from './journal-records.js';
+import { unserializable } from './json-value.js';
 import { callScope, type Run } from './run.js';
 import { runSubAgent } from './sub-agent-call.js';
 import { AwaitChildrenSignal, toolContext } from './tool-context.js';
@@ -129,8 +130,8 @@ async function runToolCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
   }
   const needsApproval = typeof tool.needsApproval === 'function' ? tool.needsApproval(steered.input) : tool.needsApproval === true;
   if (needsApproval) {
-    const signature = run.setup.signApproval?.(run.setup.sessionId, call.id, steered.input);
-    await run.emit({ type: 'tool_approval_request', toolCallId: call.id, toolName: tool.name, arguments: steered.input, ...(signature === undefined ? {} : { signature }), ...run.chunkBase() });
+    // No signature on the stream: a reader of the stream must not be able to approve anything.
+    await run.emit({ type: 'tool_approval_request', toolCallId: call.id, toolName: tool.name, arguments: steered.input, ...run.chunkBase() });
     return { call: toolCall, stopped: false, pending: { toolCallId: call.id, toolName: tool.name, input: steered.input, kind: 'approval' } };
   }
   return executeCall(run, tool, toolCall, scope);
@@ -220,13 +221,9 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
       const child = await runSubAgent(run, tool, call, scope);
       // A child the parent's stop ended is a call the stop cancelled.
       if (!child.ok && run.signal.aborted) return await cancelCall(run, tool, call, scope);
-      return child.ok ? { result: child.result } : { result: undefined, error: child.error };
+      return child.ok ? checkedResult(tool, child.result) : { result: undefined, error: child.error };
     }
-    const result = await execute(call.arguments, toolContext(run, tool, call.id, scope));
-    if (!tool.outputSchema) return { result };
-    const out = tool.outputSchema.safeParse(result);
-    if (out.success) return { result: out.data };
-    return { result: undefined, error: new ToolError('tool_invalid_output', `Tool "${tool.name}" returned an invalid result:\n${z.prettifyError(out.error)}`, { details: { tool: tool.name } }) };
+    return checkedResult(tool, await execute(call.arguments, toolContext(run, tool, call.id, scope)));
   } catch (thrown) {
     if (isOwnSupersede(run, thrown)) throw thrown;
     if (thrown instanceof AwaitChildrenSignal) {
@@ -246,9 +243,11 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
   run.books.countToolCall(tool.name);
   const body = await callBody(run, tool, call, scope);
   if ('stopped' in body) return body;
-  const result = body.result;
+  let result = body.result;
   let error = body.error;
   const durationMs = performance.now() - startedAt;
+  const badState = invalidStateWrite(run, tool, scope);
+  if (badState) ({ result, error } = { result: undefined, error: badState });
   let finishOutput: FinishOutput | undefined;
   if (!error && tool.finishWith) {
     const schema = run.setup.agent.outputSchema;
@@ -262,6 +261,42 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
   const { message, rewritten } = await recordResult(run, { toolCall: call, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, row, scope);
   const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success, durationMs, ...(error ? { error: error.info } : { result: rewritten ? rewritten.result : result }), ...run.chunkBase() };
   return { record: { message, patches: run.work.patchesOf(scope.owner), success, durationMs, ...(finishOutput ? { finishOutput } : {}) }, end };
+}
+
+/**
+ * A call whose state writes leave the state violating the agent's stateSchema: its writes are dropped
+ * (and its queued onStateChange with them) and it gets a `state_invalid` error result; the run goes on.
+ */
+function invalidStateWrite(run: Run, tool: ToolDefinition, scope: WriteScope): AgentError | undefined {
+  if (run.work.patchesOf(scope.owner).length === 0) return undefined;
+  const issues = run.stateIssues();
+  if (!issues) return undefined;
+  const dropped = new Set([scope.owner]);
+  for (let more = run.work.keepWrites((o) => !dropped.has(o)); more.size > 0; more = run.work.keepWrites((o) => !dropped.has(o))) for (const o of more) dropped.add(o);
+  scope.changes.length = 0;
+  return new ToolError('state_invalid', `Tool "${tool.name}" wrote a state that does not match the agent's stateSchema; its writes were dropped.`, { layer: 'tool', details: { tool: tool.name, issues } });
+}
+
+/** The tool's result checked against its outputSchema and for JSON: an invalid one becomes `tool_invalid_output` (and no result). */
+function checkedResult(tool: ToolDefinition, raw: unknown): { result: unknown; error?: AgentError } {
+  let result = raw;
+  if (tool.outputSchema) {
+    const out = tool.outputSchema.safeParse(raw);
+    if (!out.success) return { result: undefined, error: new ToolError('tool_invalid_output', `Tool "${tool.name}" returned an invalid result:\n${z.prettifyError(out.error)}`, { details: { tool: tool.name } }) };
+    result = out.data;
+  }
+  const unstorable = unstorableResult(tool, result);
+  return unstorable ? { result: undefined, error: unstorable } : { result };
+}
+
+/** A `tool_invalid_output` error when a result cannot be stored or streamed as JSON (BigInt, function, symbol, cycle): nothing unserializable reaches a store or a stream. */
+function unstorableResult(tool: ToolDefinition, result: unknown): AgentError | undefined {
+  const problem = unserializable(result);
+  if (problem === undefined) return undefined;
+  return new ToolError('tool_invalid_output', `Tool "${tool.name}" returned a result that cannot be serialized as JSON (${problem}).`, {
+    hint: 'Return JSON values only: no BigInt, functions, symbols or circular objects.',
+    details: { tool: tool.name, problem },
+  });
 }
 
 /**
@@ -301,7 +336,7 @@ function interpretBeforeTool(value: unknown, payload: BeforeToolCall, entry: Hoo
  * block wins; `{ input }` replaces the whole input and is validated again. A throw follows the
  * handler's policy; under `block-tool` it blocks the call with the error as the reason.
  */
-async function beforeToolChain(run: Run, tool: ToolDefinition, call: ToolCall, validated: unknown, scope: WriteScope): Promise<{ readonly input: unknown; readonly blocked?: AgentError }> {
+export async function beforeToolChain(run: Run, tool: ToolDefinition, call: ToolCall, validated: unknown, scope: WriteScope): Promise<{ readonly input: unknown; readonly blocked?: AgentError }> {
   if (!run.hooks.has('beforeTool')) return { input: validated };
   const payload: BeforeToolCall = { toolCall: { id: call.id, name: call.name, arguments: validated }, tool };
   const end = await run.hooks.chain('beforeTool', payload, scope, interpretBeforeTool, (error, entry) => blockedError(tool, entry.name, error.message, true));
@@ -322,7 +357,7 @@ function blockedError(tool: ToolDefinition, hookName: string, reason: string, th
  * onStateChange hooks fire, then onMessage for its `run_stopped` row, then afterTool (`success: false`).
  * Its writes are discarded with the step.
  */
-async function cancelCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<ToolOutcome> {
+export async function cancelCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<ToolOutcome> {
   await run.hooks.flushStateChanges(scope);
   const row = stoppedResult(call);
   const error = agentErrorFromInfo(row.errorInfo as AgentErrorInfo);
@@ -331,7 +366,7 @@ async function cancelCall(run: Run, tool: ToolDefinition, call: ToolCall, scope:
 }
 
 /** A blocked call never runs; its error result goes to the model (onMessage), then afterTool fires with `blocked: true`. */
-async function blockCall(run: Run, tool: ToolDefinition, toolCall: ToolCall, error: AgentError, scope: WriteScope): Promise<ToolOutcome> {
+export async function blockCall(run: Run, tool: ToolDefinition, toolCall: ToolCall, error: AgentError, scope: WriteScope): Promise<ToolOutcome> {
   await run.emit({ type: 'tool_start', toolCallId: toolCall.id, toolName: tool.name, arguments: toolCall.arguments, ...run.chunkBase() });
   await recordResult(run, { toolCall, tool, result: undefined, success: false, blocked: true, error, durationMs: 0 }, errorResult(toolCall, error.info), scope);
   await run.emit({ type: 'tool_end', toolCallId: toolCall.id, toolName: tool.name, success: false, durationMs: 0, error: error.info, ...run.chunkBase() });

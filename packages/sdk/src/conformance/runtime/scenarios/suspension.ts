@@ -271,7 +271,7 @@ export const suspensionScenarios: readonly RuntimeScenario[] = [
   {
     name: 'suspend/approve-with-edited-input',
     topic: 'suspension',
-    description: 'an approval with edited arguments runs the tool with them; afterTool reports the effective input the tool ran with (D3)',
+    description: 'an approval with edited arguments runs them through beforeTool again, then the tool with them; afterTool reports the effective input the tool ran with (D3)',
     async run(t) {
       const sessionId = t.sessionId();
       const a = agent(t, { tools: [deleteTool], steps: [calls(['remove', { path: '/tmp/a' }]), text('done')] });
@@ -288,6 +288,8 @@ export const suspensionScenarios: readonly RuntimeScenario[] = [
         at(R1, 0).beforeTool(C1, 'remove', { path: '/tmp/a' }),
         at(R1, 1).suspended('client_tool', [C1]),
         at(R2, 0).resumed(R1),
+        // Edited arguments go through the beforeTool chain again (issue 14, item 1).
+        at(R2, 0).beforeTool(C1, 'remove', { path: '/tmp/b' }),
         at(R2, 0).state('tool', { count: 0, log: ['deleted /tmp/b'] }, 'remove'),
         at(R2, 0).message(2, row.tool(C1, 'remove', { removed: '/tmp/b' })),
         at(R2, 0).afterTool(C1, 'remove', { path: '/tmp/b' }, { removed: '/tmp/b' }),
