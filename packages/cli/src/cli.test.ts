@@ -56,6 +56,16 @@ describe('helix: clear errors and exit codes', () => {
     expect(await runCli(['run', '--help'], help.io)).toBe(0);
   });
 
+  it.each([['--help'], ['validate', '--help'], ['info', '--help']])("%j says validate and info import the project's modules and so run its code", async (...argv) => {
+    const t = io();
+    expect(await runCli(argv, t.io)).toBe(0);
+    const usage = t.stdout();
+    expect(usage).toMatch(/validate \[--dir \.\] \[--json\][^\n]*\n[^\n]*imports the project's modules, so runs their code/);
+    expect(usage).toMatch(/info \[--dir \.\] \[--json\][^\n]*imports the project's modules,\s+so runs their code/);
+    expect(usage).toContain("validate, info and run import the project's modules");
+    expect(usage).toContain('Use them only on projects you trust.');
+  });
+
   it('init refuses a folder that already has agents/ or hooks/', async () => {
     const t = io();
     expect(await runCli(['init', fixture('valid')], t.io)).toBe(1);

@@ -12,8 +12,10 @@ const USAGE = `Usage: helix <command> [options]
 
 Commands:
   init [dir]                          Scaffold a project: an example agent, a tool and a journal hook
-  validate [--dir .] [--json]         Report every discovery error and warning (exit 1 on errors)
-  info [--dir .] [--json]             List the agents and their hooks
+  validate [--dir .] [--json]         Report every discovery error and warning (exit 1 on errors);
+                                      imports the project's modules, so runs their code
+  info [--dir .] [--json]             List the agents and their hooks; imports the project's modules,
+                                      so runs their code
   run [--dir .] --message <text>      Run one turn of an agent on the project's SQLite store
 
 Run options:
@@ -28,6 +30,9 @@ Run options:
   --hook-wait <ms>       How long to wait for hooks after the turn (default 30000)
   --plain                Plain progress lines even on a terminal
   --verbose              Debug lines in the serve log
+
+validate, info and run import the project's modules (agents/, hooks/, helix.config.ts): any code at their
+top level runs with your permissions, exactly as \`node\` would run it. Use them only on projects you trust.
 
 The conversation and progress go to stdout; the serve log (hook errors included) goes to stderr.
 Exit codes: 0 ok, 1 discovery errors or a failed run, 64 bad usage, 66 missing folder, 130 stopped.

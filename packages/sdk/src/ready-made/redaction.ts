@@ -2,6 +2,8 @@ import { ConfigError } from '../errors.js';
 import { guard } from '../hooks/manager.js';
 import type { AgentHooks, AfterToolPayload, AfterToolResult, BeforeLLMCallPayload, BeforeLLMCallResult, HookContext } from '../hooks/types.js';
 import type { Message } from '../messages.js';
+import type { StateStore } from '../store.js';
+import type { StreamManager, StreamWriter } from '../stream.js';
 
 /** One thing to redact: what it is (reported in counts) and how to find it. */
 export interface RedactionPattern {
@@ -267,7 +269,9 @@ function redactMessage(redactor: Redactor, message: Message): RedactionResult<Me
  * call only, C4: the stored conversation keeps the user's words), and afterTool returns `{ result }` with
  * successful tool results redacted, so the stored row is redacted too. Each handler fails closed: a
  * redaction that throws must not let the unredacted text through, whatever the manager's policy.
- * Counts go to the stream as `redaction` custom events.
+ * Counts go to the stream as `redaction` custom events. The input, tool arguments and state are written
+ * before or outside these hooks: add {@link createRedactingStores} (and {@link createRedactingTracerProvider})
+ * to redact every place a value is written.
  */
 export function createRedactionHook<TState = unknown, TOutput = unknown>(options: RedactionOptions = {}): RedactionHooks<TState, TOutput> {
   const redactor = createRedactor(options);
@@ -311,4 +315,118 @@ export function createRedactionHook<TState = unknown, TOutput = unknown>(options
     beforeLLMCall: guard(beforeLLMCall, { name: 'redaction', onError: 'fail-closed' }),
     afterTool: guard(afterTool, { name: 'redaction', onError: 'fail-closed' }),
   };
+}
+
+/** The stores {@link createRedactingStores} wraps. */
+export interface RedactableStores<S extends StateStore = StateStore, M extends StreamManager = StreamManager> {
+  readonly stateStore: S;
+  readonly streamManager: M;
+}
+
+/**
+ * Wraps a state store and a stream manager so that every value written through them is redacted first:
+ * every argument of every state-store call (run starts with the user's input, step commits with the
+ * assistant's tool-call arguments, tool results and state, checkpoints, journal entries) and every chunk a
+ * stream writer writes (`run_started` with the input, `actions_requested`, `tool_start`, `tool_end`,
+ * `state_patch`, `end`, ...). The hooks cannot reach those places: the input is stored and streamed before
+ * any hook runs, and a tool must still receive its real arguments. The run itself keeps working on the
+ * clear values in memory; only what is written is redacted, so readers (a UI, subscribers, a later load
+ * of the session) see the redacted form. Give the wrapped stores to the executor:
+ * `new JSAgentExecutor(redacted.stateStore, redacted.streamManager, adapter)`.
+ */
+export function createRedactingStores<S extends StateStore, M extends StreamManager>(stores: RedactableStores<S, M>, options: RedactionOptions | Redactor = {}): { readonly stateStore: S; readonly streamManager: M } {
+  const redactor = 'redactValue' in options && typeof options.redactValue === 'function' ? options : createRedactor(options as RedactionOptions);
+  const redactArgs = (args: unknown[]): unknown[] => args.map((arg) => redactor.redactValue(arg).value);
+  const stateStore = new Proxy(stores.stateStore, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, redactArgs(args));
+    },
+  });
+  const wrapWriter = (writer: StreamWriter): StreamWriter => ({
+    get startSeq() {
+      return writer.startSeq;
+    },
+    get owned() {
+      return writer.owned;
+    },
+    write: (chunk) => writer.write(redactor.redactValue(chunk).value),
+  });
+  const streamManager = new Proxy(stores.streamManager, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (prop === 'claim') return async (streamId: string, runId: string) => wrapWriter(await target.claim(streamId, runId));
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, args);
+    },
+  });
+  return { stateStore, streamManager };
+}
+
+/** The part of an OpenTelemetry span {@link createRedactingTracerProvider} intercepts (structural: the SDK has no OpenTelemetry dependency). */
+interface SpanLike {
+  setAttribute(key: string, value: unknown): unknown;
+  setAttributes(attributes: Record<string, unknown>): unknown;
+  addEvent(name: string, attributesOrTime?: unknown, time?: unknown): unknown;
+}
+
+/** The part of an OpenTelemetry tracer it intercepts. */
+interface TracerLike {
+  startSpan(name: string, options?: { readonly attributes?: Record<string, unknown> }, context?: unknown): SpanLike;
+}
+
+/** The part of an OpenTelemetry tracer provider it intercepts. */
+export interface RedactableTracerProvider {
+  getTracer(name: string, version?: string, options?: unknown): unknown;
+}
+
+/**
+ * Wraps an OpenTelemetry tracer provider so that every span attribute and event attribute set through
+ * its tracers is redacted (strings, string arrays, JSON text such as `gen_ai.tool.call.arguments`): pass
+ * it as `createOtelHooks({ tracerProvider: createRedactingTracerProvider(provider) })`. Tracing hooks read
+ * the hook payloads, which carry the clear values the run works on (the tool's real arguments, the
+ * user's input), so their spans are redacted on the way out instead.
+ */
+export function createRedactingTracerProvider<P extends RedactableTracerProvider>(provider: P, options: RedactionOptions | Redactor = {}): P {
+  const redactor = 'redactValue' in options && typeof options.redactValue === 'function' ? options : createRedactor(options as RedactionOptions);
+  const attribute = (value: unknown): unknown => {
+    if (typeof value === 'string') return redactor.redactText(value).value;
+    if (Array.isArray(value)) return value.map((item) => (typeof item === 'string' ? redactor.redactText(item).value : item));
+    return value;
+  };
+  const attributes = (value: unknown): unknown => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof Date) return value;
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, attribute(v)]));
+  };
+  const wrapSpan = (span: SpanLike): SpanLike => {
+    const proxy: SpanLike = new Proxy(span, {
+      get(target, prop) {
+        const value: unknown = Reflect.get(target, prop, target);
+        if (prop === 'setAttribute') return (key: string, v: unknown) => (target.setAttribute(key, attribute(v)), proxy);
+        if (prop === 'setAttributes') return (attrs: Record<string, unknown>) => (target.setAttributes(attributes(attrs) as Record<string, unknown>), proxy);
+        if (prop === 'addEvent') return (name: string, attrsOrTime?: unknown, time?: unknown) => (target.addEvent(name, attributes(attrsOrTime), time), proxy);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    return proxy;
+  };
+  const wrapTracer = (tracer: TracerLike): TracerLike =>
+    new Proxy(tracer, {
+      get(target, prop) {
+        const value: unknown = Reflect.get(target, prop, target);
+        if (prop === 'startSpan') {
+          return (name: string, spanOptions?: { readonly attributes?: Record<string, unknown> }, context?: unknown) =>
+            wrapSpan(target.startSpan(name, spanOptions?.attributes === undefined ? spanOptions : { ...spanOptions, attributes: attributes(spanOptions.attributes) as Record<string, unknown> }, context));
+        }
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  return new Proxy(provider, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (prop === 'getTracer') return (name: string, version?: string, tracerOptions?: unknown) => wrapTracer(target.getTracer(name, version, tracerOptions) as TracerLike);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }

@@ -32,7 +32,7 @@ describe('compileToolGuard (pure decisions)', () => {
   });
 
   it('pathInside resolves the path, so ../ and absolute paths cannot escape and a sibling with the same prefix is outside', () => {
-    const inside = pathInside('/work/project');
+    const inside = pathInside('/work/project', { cwd: '/work/project' });
     expect(inside('src/a.ts')).toBe(true);
     expect(inside('/work/project/src/a.ts')).toBe(true);
     expect(inside('/work/project')).toBe(true);
@@ -105,7 +105,7 @@ describe('createToolGuard in a run', () => {
       ],
       { tools: [incrementTool, writeFile] },
     );
-    const guardHooks = createToolGuard({ deny: ['increment'], argumentRules: [{ tool: 'write_file', path: 'path', allow: [pathInside('/work/project')] }] });
+    const guardHooks = createToolGuard({ deny: ['increment'], argumentRules: [{ tool: 'write_file', path: 'path', allow: [pathInside('/work/project', { cwd: '/work/project' })] }] });
     const handle = await executor.execute(agent, 'go', { hookManager: createHookManager(guardHooks, { onError: guardPolicy }), hooks: rec.hooks });
     const result = await handle.result();
     expect(result.status).toBe('completed');

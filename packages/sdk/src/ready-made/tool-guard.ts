@@ -1,4 +1,5 @@
-import { isAbsolute, relative, resolve } from 'node:path';
+import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ConfigError } from '../errors.js';
 import { guard } from '../hooks/manager.js';
 import type { AgentHooks, BeforeToolPayload, BeforeToolResult } from '../hooks/types.js';
@@ -38,16 +39,46 @@ function globToRegExp(glob: string): RegExp {
 }
 
 /**
- * A matcher that accepts paths inside `dir` once resolved (relative paths against `cwd`, default `dir`), so
- * `../` and absolute paths cannot escape it the way they slip past a prefix RegExp. `dir` itself is inside.
+ * The real location of `path` (absolute, normalized): the realpath of its longest existing prefix with the
+ * rest appended, a dangling symlink followed to its target; undefined when links loop or nest too deep.
+ */
+export function realLocation(path: string, depth = 0): string | undefined {
+  if (depth > 40) return undefined;
+  try {
+    return realpathSync(path);
+  } catch {
+    // Not there (or not readable): a dangling symlink still points somewhere a write would create.
+  }
+  try {
+    if (lstatSync(path).isSymbolicLink()) return realLocation(resolve(dirname(path), readlinkSync(path)), depth + 1);
+  } catch {
+    // Nothing at this path: its parent decides.
+  }
+  const parent = dirname(path);
+  if (parent === path) return path;
+  const realParent = realLocation(parent, depth);
+  return realParent === undefined ? undefined : join(realParent, basename(path));
+}
+
+function contains(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+}
+
+/**
+ * A matcher that accepts paths inside `dir` the way a tool would open them: a relative value is resolved
+ * against `cwd` (default: `process.cwd()` at the time of the check, as `fs` does), then symlinks are
+ * resolved (the realpath of the longest existing prefix, dangling links followed), so `../`, absolute
+ * paths and links pointing out cannot escape the way they slip past a prefix RegExp. `dir` itself is
+ * inside; `dir` is resolved against the working directory when the matcher is made.
  */
 export function pathInside(dir: string, options: { readonly cwd?: string } = {}): (value: string) => boolean {
   const root = resolve(dir);
-  const base = resolve(options.cwd ?? dir);
   const matcher = (value: string): boolean => {
     if (value.includes('\0')) return false;
-    const rel = relative(root, resolve(base, value));
-    return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+    const realRoot = realLocation(root);
+    const target = realLocation(resolve(options.cwd ?? process.cwd(), value));
+    return realRoot !== undefined && target !== undefined && contains(realRoot, target);
   };
   Object.defineProperty(matcher, 'name', { value: `pathInside(${root})` });
   return matcher;

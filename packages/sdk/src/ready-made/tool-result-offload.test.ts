@@ -89,9 +89,9 @@ describe('offload policies and pointers (pure parts)', () => {
     expect(isOffloadPointer({ text: offloadPointer('x', 'abc', 1) })).toBe(false);
   });
 
-  it('keys are {step}_{tool}_{callId}.txt with path characters neutralised', () => {
-    expect(offloadKey(2, 'web_search', 'call-123')).toBe('2_web_search_call-123.txt');
-    expect(offloadKey(0, 'a', '../../etc/passwd')).toBe('0_a_.._.._etc_passwd.txt');
+  it('keys are {step}.{tool}.{callId}.txt with every other byte escaped', () => {
+    expect(offloadKey(2, 'web_search', 'call-123')).toBe('2.web_search.call-123.txt');
+    expect(offloadKey(0, 'a', '../../etc/passwd')).toBe('0.a.~2E~2E~2F~2E~2E~2Fetc~2Fpasswd.txt');
   });
 });
 
@@ -151,14 +151,14 @@ describe('createToolResultOffloadHook in a run', () => {
 
     const rows = (await stateStore.loadSession(handle.sessionId))!.messages.filter((m): m is ToolResultMessage => m.role === 'tool');
     const row = (id: string) => rows.find((r) => r.toolCallId === id)!;
-    const searchRef = join(dir, handle.sessionId, '0_search_s1.txt');
+    const searchRef = join(dir, handle.sessionId, '0.search.s1.txt');
     expect(row('s1').content).toBe(`Tool result offloaded to '${searchRef}' (${LONG.length} characters). Preview: ${LONG.slice(0, 200)}...`);
     expect(await readFile(searchRef, 'utf8')).toBe(LONG);
     expect(row('m1').content).toBe('tiny');
-    const rowsRef = join(dir, handle.sessionId, '0_rows_j1.txt');
+    const rowsRef = join(dir, handle.sessionId, '0.rows.j1.txt');
     expect(row('j1').content).toBe(`Tool result offloaded to '${rowsRef}' (16 characters). Preview: {"rows":[1,2,3]}`);
     expect(row('f1')).toMatchObject({ isError: true, errorInfo: { code: 'tool_failed' } });
-    expect((await readdir(join(dir, handle.sessionId))).sort()).toEqual(['0_rows_j1.txt', '0_search_s1.txt']);
+    expect((await readdir(join(dir, handle.sessionId))).sort()).toEqual(['0.rows.j1.txt', '0.search.s1.txt']);
     // The read-back tool's result is not offloaded (it has no policy) and returns the requested slice.
     expect(row('r1').content).toEqual({ ref: searchRef, offset: 10, content: LONG.slice(10, 30), totalChars: LONG.length, nextOffset: 30 } satisfies ReadOffloadedResultOutput);
 
@@ -225,7 +225,7 @@ describe('createToolResultOffloadHook in a run', () => {
       .register(createToolResultOffloadHook({ store: counting, policies: { '*': AlwaysOffload } }));
     const result = await (await executor.execute(agent, 'go', { hookManager })).result();
     expect(result.status).toBe('completed');
-    expect(writes).toEqual(['0_search_s1.txt']);
+    expect(writes).toEqual(['0.search.s1.txt']);
     expect(new ToolResultOffloadHook({ store: counting, policies: { '*': AlwaysOffload } }).policyFor(readTool)).toBeUndefined();
     expect(new ToolResultOffloadHook({ store: counting, policies: { '*': AlwaysOffload, read_offloaded_result: AlwaysOffload } }).policyFor(readTool)).toBe(AlwaysOffload);
   });

@@ -1,5 +1,7 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, realpath } from 'node:fs/promises';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { defineTool, type ToolDefinition } from '../define.js';
 import { ConfigError, ToolError } from '../errors.js';
@@ -66,20 +68,53 @@ export interface FileSystemToolResultStoreOptions {
   readonly perSession?: boolean;
 }
 
-const UNSAFE_NAME = /[^A-Za-z0-9._-]/g;
+const NAME_MAX = 200;
 
-function safeName(part: string): string {
-  const cleaned = part.replace(UNSAFE_NAME, '_');
-  // "." and ".." are path navigation, never names.
-  return cleaned === '' || /^\.+$/.test(cleaned) ? '_' : cleaned;
+/**
+ * The file name of one id, injective and safe on any file system: every UTF-8 byte outside `[a-z0-9._~-]`
+ * (uppercase letters too, so names that differ only by case stay apart on case-insensitive file systems),
+ * `%` itself and a leading `.` become `%XX` (uppercase hex), so percent-decoding gives the id back and no
+ * name is `.`, `..`, hidden or holds a separator. The empty id is `%`; a name longer than 200 characters
+ * is cut and followed by `%~` and the SHA-256 of the id. Neither `%` alone nor `%~` comes out of the
+ * escaping, so no two ids share a name.
+ */
+export function encodeFileName(id: string): string {
+  if (id === '') return '%';
+  let out = '';
+  const bytes = Buffer.from(id, 'utf8');
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    const keep = (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) || b === 0x5f || b === 0x2d || b === 0x7e || (b === 0x2e && i > 0);
+    out += keep ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  if (out.length <= NAME_MAX) return out;
+  return `${out.slice(0, 120)}%~${createHash('sha256').update(id, 'utf8').digest('hex')}`;
+}
+
+/** One part of an {@link offloadKey}: bytes outside `[A-Za-z0-9_-]` become `~XX`, so it never holds the `.` separator. */
+function keyPart(part: string): string {
+  let out = '';
+  for (const b of Buffer.from(part, 'utf8')) {
+    const keep = (b >= 0x61 && b <= 0x7a) || (b >= 0x41 && b <= 0x5a) || (b >= 0x30 && b <= 0x39) || b === 0x5f || b === 0x2d;
+    out += keep ? String.fromCharCode(b) : `~${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
 }
 
 function isInside(root: string, path: string): boolean {
   const rel = relative(root, path);
-  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
 }
 
-/** A {@link ToolResultStore} on the local file system: one UTF-8 file per result; references are absolute paths. */
+function refused(ref: string, why: string): ToolError {
+  return new ToolError('tool_failed', `'${ref}' is not an offloaded result of this session${why}.`, { details: { ref } });
+}
+
+/**
+ * A {@link ToolResultStore} on the local file system: one UTF-8 file per result; references are absolute
+ * paths. Session ids and keys become file names through {@link encodeFileName}, so distinct ids never share
+ * a file and no id reaches outside the folder; a session folder or result file that is a symlink is refused.
+ */
 export class FileSystemToolResultStore implements ToolResultStore {
   readonly dir: string;
   readonly perSession: boolean;
@@ -92,28 +127,61 @@ export class FileSystemToolResultStore implements ToolResultStore {
 
   #root(scope: ToolResultScope): string {
     const base = resolve(this.dir);
-    return this.perSession ? join(base, safeName(scope.sessionId)) : base;
+    return this.perSession ? join(base, encodeFileName(scope.sessionId)) : base;
   }
 
-  /** Writes `<dir>/[<session>/]<key>` and returns its absolute path. */
+  /** The real session folder, refused when it is a symlink (it could point out of the store's folder). */
+  async #realRoot(scope: ToolResultScope, ref: string): Promise<string> {
+    const realBase = await realpath(resolve(this.dir));
+    if (!this.perSession) return realBase;
+    const root = join(realBase, encodeFileName(scope.sessionId));
+    const stat = await lstat(root);
+    if (!stat.isDirectory()) throw refused(ref, ': its session folder is not a plain directory');
+    return root;
+  }
+
+  /** The path of the file a key is written to: `<dir>/[<session>/]<key>`, both through {@link encodeFileName}. */
+  pathOf(key: string, scope: ToolResultScope): string {
+    return join(this.#root(scope), encodeFileName(key));
+  }
+
+  /** Writes `<dir>/[<session>/]<key>` (names encoded) and returns its absolute path; never follows a symlink out. */
   async write(key: string, content: string, scope: ToolResultScope): Promise<string> {
-    const root = this.#root(scope);
-    const path = join(root, safeName(key));
-    await mkdir(root, { recursive: true });
-    await writeFile(path, content, 'utf8');
+    const path = this.pathOf(key, scope);
+    await mkdir(this.#root(scope), { recursive: true });
+    const realRoot = await this.#realRoot(scope, path);
+    const handle = await open(join(realRoot, encodeFileName(key)), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
+    try {
+      await handle.writeFile(content, 'utf8');
+    } finally {
+      await handle.close();
+    }
     return path;
   }
 
-  /** Reads a reference (absolute, or relative to the store's folder); anything outside the caller's folder is refused. */
+  /**
+   * Reads a reference: an absolute path, a path relative to the session folder, or the key it was written
+   * under. Anything whose real location is outside the caller's folder is refused.
+   */
   async read(ref: string, scope: ToolResultScope): Promise<string> {
     const root = this.#root(scope);
-    const path = [resolve(ref), resolve(root, ref)].find((candidate) => isInside(root, candidate));
-    if (path === undefined) throw new ToolError('tool_failed', `'${ref}' is not an offloaded result of this session.`, { details: { ref } });
+    // A bare key (no separator) names the file it was written to; a path is taken as a path.
+    const asKey = ref.includes('/') || ref.includes(sep) ? [] : [join(root, encodeFileName(ref))];
+    const path = [resolve(ref), ...asKey, resolve(root, ref)].find((candidate) => isInside(root, candidate));
+    if (path === undefined) throw refused(ref, '');
     try {
-      return await readFile(path, 'utf8');
+      const realRoot = await this.#realRoot(scope, ref);
+      const real = await realpath(path);
+      if (!isInside(realRoot, real)) throw refused(ref, '');
+      const handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
+      try {
+        return await handle.readFile('utf8');
+      } finally {
+        await handle.close();
+      }
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') throw new ToolError('tool_failed', `No offloaded result found at '${ref}'.`, { details: { ref } });
+      if (code === 'ENOENT' || code === 'ENOTDIR') throw new ToolError('tool_failed', `No offloaded result found at '${ref}'.`, { details: { ref } });
       throw error;
     }
   }
@@ -172,9 +240,12 @@ function offloadableText(result: unknown): string | undefined {
   }
 }
 
-/** The store key of a result: `{step}_{tool}_{callId}.txt`, step being the 0-based index of the step that ran it. */
+/**
+ * The store key of a result: `{step}.{tool}.{callId}.txt`, step being the 0-based index of the step that ran
+ * it; bytes of the tool name and call id outside `[A-Za-z0-9_-]` become `~XX`, so distinct calls get distinct keys.
+ */
 export function offloadKey(stepIndex: number, toolName: string, toolCallId: string): string {
-  return `${stepIndex}_${safeName(toolName)}_${safeName(toolCallId)}.txt`;
+  return `${stepIndex}.${keyPart(toolName)}.${keyPart(toolCallId)}.txt`;
 }
 
 /** The custom event a {@link ToolResultOffloadHook} emits per offloaded result. */
