@@ -1,4 +1,4 @@
-import { FINISH_TOOL_NAME } from '../define.js';
+import { FINISH_TOOL_NAME, type ToolDefinition } from '../define.js';
 import { AgentError, agentErrorFromInfo, HookError, RunInterruptedError, type AgentErrorInfo } from '../errors.js';
 import type { BeforeLLMCallPayload, BeforeLLMCallResult, StepPlan } from '../hooks/types.js';
 import type { LLMAdapter, LLMToolSpec, StepFailure, StepResult, StepSuccess } from '../llm.js';
@@ -223,6 +223,12 @@ function warnOnce(run: Run, warned: Set<string>, error: AgentErrorInfo, attempt:
  */
 export async function modelReply(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
   const toolsByName = run.setup.agent.toolsByName;
+  // An agent without side-effecting tools never needs its replies recorded, and a recovered run has none to replay.
+  if (!hasSideEffectTools(run.setup.agent.tools) && !run.recorder.has({ kind: 'model_reply', step: run.stepCount })) {
+    const reply = await callModel(run, adapter, warned, scope);
+    await run.appendMessage(assistantMessage(reply), scope);
+    return reply;
+  }
   let live: StepSuccess | undefined;
   const outcome = await run.recorder.replayOrRun(
     { kind: 'model_reply', step: run.stepCount },
@@ -253,4 +259,16 @@ function assistantMessage(reply: StepSuccess): AssistantMessage {
     ...(reply.toolCalls.length > 0 ? { toolCalls: reply.toolCalls } : {}),
     ...(reply.reasoning === undefined ? {} : { reasoning: reply.reasoning }),
   };
+}
+
+const sideEffectTools = new WeakMap<readonly ToolDefinition[], boolean>();
+
+/** Whether any of an agent's tools is side-effecting (computed once per tool list). */
+function hasSideEffectTools(tools: readonly ToolDefinition[]): boolean {
+  let known = sideEffectTools.get(tools);
+  if (known === undefined) {
+    known = tools.some((t) => t.sideEffects);
+    sideEffectTools.set(tools, known);
+  }
+  return known;
 }

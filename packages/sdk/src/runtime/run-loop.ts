@@ -13,6 +13,7 @@ import { scopeOf, STEP_OWNER, type Run } from './run.js';
 import { firstTripped } from './stop-conditions.js';
 import { runToolCalls, type ToolOutcome } from './tool-calls.js';
 
+const NO_ROWS: readonly Message[] = Object.freeze([]);
 const NUDGE_EMPTY = 'Your last reply was empty. Continue the task: call a tool, or answer.';
 const NUDGE_FINISH = 'Reply by calling the __finish__ tool with your final output as its arguments.';
 
@@ -52,7 +53,7 @@ async function step(run: Run, adapter: LLMAdapter, warned: Set<string>, progress
   const outcomes = reply.toolCalls.length > 0 ? await toolStep(run, reply.toolCalls) : [];
   let ending = replyEnding(run, reply, outcomes, empty);
   if (!run.signal.aborted) {
-    const tripped = firstTripped(run.guards.afterStep, { rows: run.work.pendingRows(), emptyReply: empty, spend: run.books.spend });
+    const tripped = firstTripped(run.guards.afterStep, { rows: outcomes.length > 0 ? run.work.pendingRows() : NO_ROWS, emptyReply: empty, spend: run.books.spend });
     if (tripped) throw tripped;
   }
   if (reply.toolCalls.length === 0 && ending === undefined) await run.appendMessage({ role: 'user', content: empty ? NUDGE_EMPTY : NUDGE_FINISH });
