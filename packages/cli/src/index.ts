@@ -5,7 +5,7 @@ export type { CliErrorCode } from './errors.js';
 export { serveLogger } from './log.js';
 export type { Output } from './log.js';
 export { chooseModel } from './model.js';
-export type { ChosenModel } from './model.js';
+export type { ChosenModel, OpenAIOptions } from './model.js';
 export { MODEL_CHOICES } from './model-choice.js';
 export type { ModelChoice } from './model-choice.js';
 export { ProgressView } from './progress.js';
