@@ -194,4 +194,13 @@ step "the packed helix CLI"
 (cd "$app" && npx --no-install helix --version >/dev/null && npx --no-install helix --help >/dev/null)
 step "tsc --strict, no skipLibCheck"
 (cd "$app" && npx --no-install tsc -p tsconfig.json)
+
+# helix init from the packed CLI: the project links the installed helix packages (file:) and installs.
+step "helix init from the packed CLI, npm install there, helix run"
+(cd "$work" && "$app/node_modules/.bin/helix" init bot >"$work/init.log") || { cat "$work/init.log"; exit 1; }
+grep -q 'links them (file:)' "$work/init.log" || { cat "$work/init.log"; echo "pack-check: helix init did not link the local packages" >&2; exit 1; }
+(cd "$work/bot" && npm install --no-audit --no-fund --prefer-offline --ignore-scripts --loglevel=error >"$work/bot-install.log" 2>&1) || { cat "$work/bot-install.log"; exit 1; }
+(cd "$work/bot" && env -u OPENAI_API_KEY -u OPENAI_BASE_URL npx --no-install helix run --dir . --plain --message "What time is it?" >"$work/bot-run.log" 2>&1) || { cat "$work/bot-run.log"; exit 1; }
+grep -q 'You said: "What time is it?"' "$work/bot-run.log" || { cat "$work/bot-run.log"; exit 1; }
+(cd "$work/bot" && npm run --silent typecheck) || { echo "pack-check: the scaffolded project does not type-check" >&2; exit 1; }
 step "ok"
