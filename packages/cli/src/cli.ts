@@ -16,6 +16,9 @@ Commands:
   validate [--dir .] [--json]         Report every discovery error and warning (exit 1 on errors)
   info [--dir .] [--json]             List the agents and their hooks
   run [--dir .] --message <text>      Run one turn of an agent on the project's SQLite store
+  sessions [--dir .] [--json]         List the sessions in the project's store, the latest first
+  sessions show <id> [--dir .] [--json]
+                                      A session's runs, transcript, hook decisions and usage
 
 Run options:
   -m, --message <text>   The user message (required)
@@ -39,6 +42,7 @@ Exit codes: 0 ok, 1 discovery errors or a failed run, 64 bad usage, 66 missing f
 
 const COMMANDS = {
   init: { force: { type: 'boolean' }, registry: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  sessions: { dir: { type: 'string', default: '.' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   validate: { dir: { type: 'string', default: '.' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   info: { dir: { type: 'string', default: '.' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   run: {
@@ -67,7 +71,7 @@ function version(): string {
 
 function parse<C extends CommandName>(command: C, argv: readonly string[]) {
   try {
-    return parseArgs({ args: [...argv], options: COMMANDS[command], allowPositionals: command === 'init', strict: true });
+    return parseArgs({ args: [...argv], options: COMMANDS[command], allowPositionals: command === 'init' || command === 'sessions', strict: true });
   } catch (error) {
     // parseArgs names the bad flag; add where to look.
     throw new CliError('cli_usage', `${error instanceof Error ? error.message : String(error)} (see \`helix ${command} --help\`)`);
@@ -110,6 +114,22 @@ async function dispatch(argv: readonly string[], io: CliIO): Promise<number> {
     io.stdout.write(
       `Created a helix project in ${dir}:\n${written.map((f) => `  ${f}`).join('\n')}\n\n${deps}\n\nNext: cd ${positionals[0] ?? '.'} && npm install && npx helix run --dir . --message "What time is it?"\n`,
     );
+    return EXIT.ok;
+  }
+  if (name === 'sessions') {
+    const { values, positionals } = parse('sessions', rest);
+    const { listSessions, printSessionDetails, printSessions, sessionDetails } = await import('./sessions.js');
+    if (positionals.length === 0) {
+      const sessions = listSessions(values.dir);
+      if (values.json) io.stdout.write(`${JSON.stringify(sessions, null, 2)}\n`);
+      else printSessions(sessions, io.stdout);
+      return EXIT.ok;
+    }
+    const [sub, id, ...extra] = positionals;
+    if (sub !== 'show' || id === undefined || extra.length > 0) throw new CliError('cli_usage', 'Usage: helix sessions [--dir .] or helix sessions show <id> [--dir .].');
+    const details = await sessionDetails(values.dir, id);
+    if (values.json) io.stdout.write(`${JSON.stringify(details, null, 2)}\n`);
+    else printSessionDetails(details, io.stdout);
     return EXIT.ok;
   }
   if (name === 'validate') {

@@ -18,3 +18,5 @@ export type { CliIO, RunOptions } from './run.js';
 export { defaultScript, prepareScript, readScript } from './script.js';
 export type { ScriptRead } from './script.js';
 export { initProject, scaffoldFiles } from './scaffold.js';
+export { listSessions, printSessionDetails, printSessions, sessionDetails } from './sessions.js';
+export type { SessionDetails, SessionSummary } from './sessions.js';
