@@ -202,5 +202,6 @@ grep -q 'links them (file:)' "$work/init.log" || { cat "$work/init.log"; echo "p
 (cd "$work/bot" && npm install --no-audit --no-fund --prefer-offline --ignore-scripts --loglevel=error >"$work/bot-install.log" 2>&1) || { cat "$work/bot-install.log"; exit 1; }
 (cd "$work/bot" && env -u OPENAI_API_KEY -u OPENAI_BASE_URL npx --no-install helix run --dir . --plain --message "What time is it?" >"$work/bot-run.log" 2>&1) || { cat "$work/bot-run.log"; exit 1; }
 grep -q 'You said: "What time is it?"' "$work/bot-run.log" || { cat "$work/bot-run.log"; exit 1; }
+(cd "$work/bot" && npx --no-install helix sessions --dir . | grep -q ' assistant  1 run  completed ') || { echo "pack-check: helix sessions does not list the run" >&2; exit 1; }
 (cd "$work/bot" && npm run --silent typecheck) || { echo "pack-check: the scaffolded project does not type-check" >&2; exit 1; }
 step "ok"
