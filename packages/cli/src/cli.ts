@@ -11,19 +11,26 @@ import { initProject } from './scaffold.js';
 const USAGE = `Usage: helix <command> [options]
 
 Commands:
-  init [dir]                          Scaffold a project: an example agent, a tool and a journal hook
+  init [dir] [--registry <range>]     Scaffold a project: an example agent, a tool and a journal hook; its helix
+                                      dependencies link (file:) to the packages this CLI runs from, or use <range>
   validate [--dir .] [--json]         Report every discovery error and warning (exit 1 on errors);
                                       imports the project's modules, so runs their code
   info [--dir .] [--json]             List the agents and their hooks; imports the project's modules,
                                       so runs their code
   run [--dir .] --message <text>      Run one turn of an agent on the project's SQLite store
+  sessions [--dir .] [--json]         List the sessions in the project's store, the latest first
+  sessions show <id> [--dir .] [--json]
+                                      A session's runs, transcript, hook decisions and usage
 
 Run options:
   -m, --message <text>   The user message (required)
   --agent <name>         Which agent, when the project has several
   --session <id>         Continue a session
-  --model <choice>       auto (default: openai when OPENAI_API_KEY/OPENAI_BASE_URL is set, else scripted),
-                         scripted, openai, or agent (the model in the agent's llmConfig)
+  --model <choice>       auto (default) or agent: the model in the agent's own llmConfig;
+                         scripted: play agents/<name>.script.json (or a default echo script);
+                         openai: OpenAI (OPENAI_API_KEY) or an OpenAI-compatible server (OPENAI_BASE_URL or
+                         --base-url, chat API, no key needed); OPENAI_MODEL names the model (gpt-4o-mini)
+  --base-url <url>       The OpenAI-compatible server of --model openai, e.g. http://127.0.0.1:8080/v1
   --purpose <p>          live (default) or eval; hooks see it as ctx.session.purpose
   --mode <m>             chat (default) or task
   --title <text>         The session title (ctx.session.title)
@@ -39,7 +46,8 @@ Exit codes: 0 ok, 1 discovery errors or a failed run, 64 bad usage, 66 missing f
 `;
 
 const COMMANDS = {
-  init: { force: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  init: { force: { type: 'boolean' }, registry: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  sessions: { dir: { type: 'string', default: '.' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   validate: { dir: { type: 'string', default: '.' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   info: { dir: { type: 'string', default: '.' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   run: {
@@ -48,6 +56,7 @@ const COMMANDS = {
     agent: { type: 'string' },
     session: { type: 'string' },
     model: { type: 'string', default: 'auto' },
+    'base-url': { type: 'string' },
     purpose: { type: 'string', default: 'live' },
     mode: { type: 'string', default: 'chat' },
     title: { type: 'string' },
@@ -67,7 +76,7 @@ function version(): string {
 
 function parse<C extends CommandName>(command: C, argv: readonly string[]) {
   try {
-    return parseArgs({ args: [...argv], options: COMMANDS[command], allowPositionals: command === 'init', strict: true });
+    return parseArgs({ args: [...argv], options: COMMANDS[command], allowPositionals: command === 'init' || command === 'sessions', strict: true });
   } catch (error) {
     // parseArgs names the bad flag; add where to look.
     throw new CliError('cli_usage', `${error instanceof Error ? error.message : String(error)} (see \`helix ${command} --help\`)`);
@@ -99,8 +108,33 @@ async function dispatch(argv: readonly string[], io: CliIO): Promise<number> {
   if (name === 'init') {
     const { values, positionals } = parse('init', rest);
     if (positionals.length > 1) throw new CliError('cli_usage', `helix init takes one folder, got ${positionals.length}.`);
-    const { dir, written } = initProject(positionals[0] ?? '.', { force: values.force === true });
-    io.stdout.write(`Created a helix project in ${dir}:\n${written.map((f) => `  ${f}`).join('\n')}\n\nNext: helix run --dir ${positionals[0] ?? '.'} --message "What time is it?"\n`);
+    const { dir, written, helix } = initProject(positionals[0] ?? '.', {
+      force: values.force === true,
+      ...(values.registry === undefined ? {} : { helix: { kind: 'registry', range: values.registry } }),
+    });
+    const deps =
+      helix.kind === 'local'
+        ? `The helix packages are not on the npm registry yet: package.json links them (file:) to the ones this CLI runs from:\n${Object.entries(helix.folders).map(([n, f]) => `  ${n} -> ${f}`).join('\n')}\n(pass --registry <range> to depend on published versions instead.)`
+        : `The helix packages come from the npm registry (${helix.range}).`;
+    io.stdout.write(
+      `Created a helix project in ${dir}:\n${written.map((f) => `  ${f}`).join('\n')}\n\n${deps}\n\nNext: cd ${positionals[0] ?? '.'} && npm install && npx helix run --dir . --message "What time is it?"\n`,
+    );
+    return EXIT.ok;
+  }
+  if (name === 'sessions') {
+    const { values, positionals } = parse('sessions', rest);
+    const { listSessions, printSessionDetails, printSessions, sessionDetails } = await import('./sessions.js');
+    if (positionals.length === 0) {
+      const sessions = listSessions(values.dir);
+      if (values.json) io.stdout.write(`${JSON.stringify(sessions, null, 2)}\n`);
+      else printSessions(sessions, io.stdout);
+      return EXIT.ok;
+    }
+    const [sub, id, ...extra] = positionals;
+    if (sub !== 'show' || id === undefined || extra.length > 0) throw new CliError('cli_usage', 'Usage: helix sessions [--dir .] or helix sessions show <id> [--dir .].');
+    const details = await sessionDetails(values.dir, id);
+    if (values.json) io.stdout.write(`${JSON.stringify(details, null, 2)}\n`);
+    else printSessionDetails(details, io.stdout);
     return EXIT.ok;
   }
   if (name === 'validate') {
@@ -126,6 +160,7 @@ async function dispatch(argv: readonly string[], io: CliIO): Promise<number> {
     return hasErrors(project) ? EXIT.failed : EXIT.ok;
   }
   const { values } = parse('run', rest);
+  if (values['base-url'] !== undefined && values.model !== 'openai') throw new CliError('cli_usage', '--base-url goes with --model openai (the agent\'s own model is used otherwise).');
   if (values.message === undefined || values.message.trim() === '') throw new CliError('cli_usage', 'helix run needs --message "<text>" (see `helix run --help`).');
   const hookWaitMs = Number(values['hook-wait']);
   if (!Number.isInteger(hookWaitMs) || hookWaitMs < 0) throw new CliError('cli_usage', `--hook-wait must be a whole number of milliseconds; got "${values['hook-wait']}".`);
@@ -142,6 +177,7 @@ async function dispatch(argv: readonly string[], io: CliIO): Promise<number> {
       ...(values.agent === undefined ? {} : { agent: values.agent }),
       ...(values.session === undefined ? {} : { session: values.session }),
       ...(values.title === undefined ? {} : { title: values.title }),
+      ...(values['base-url'] === undefined ? {} : { baseURL: values['base-url'] }),
       plain: values.plain === true,
       verbose: values.verbose === true,
     },

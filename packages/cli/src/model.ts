@@ -14,25 +14,37 @@ export interface ChosenModel {
   readonly description: string;
 }
 
+/** Where `--model openai` finds its server: OPENAI_BASE_URL (or `--base-url`), OPENAI_API_KEY and OPENAI_MODEL. */
+export interface OpenAIOptions {
+  /** An OpenAI-compatible server's base URL, e.g. `http://127.0.0.1:8080/v1`; overrides OPENAI_BASE_URL. */
+  readonly baseURL?: string;
+}
+
 /**
- * Picks the model of a run. `scripted` plays `agents/<name>.script.json` (or a default one-line
- * script), with `{{message}}` replaced by the message; `openai` builds the configured model from
- * OPENAI_BASE_URL (an OpenAI-compatible server, chat API) or OPENAI_API_KEY, and OPENAI_MODEL
- * (default gpt-4o-mini); `agent` keeps the model of the agent's own llmConfig.
+ * Picks the model of a run. `auto` (the default) and `agent` keep the model of the agent's own llmConfig,
+ * whatever provider it is (a scripted model, OpenAI, a local server). `scripted` plays
+ * `agents/<name>.script.json` (or a default one-line script), with `{{message}}` replaced by the message.
+ * `openai` builds a model from OPENAI_BASE_URL (or `baseURL`: an OpenAI-compatible server through its chat
+ * API, no key needed) or OPENAI_API_KEY (OpenAI), and OPENAI_MODEL (default gpt-4o-mini).
  */
-export function chooseModel(choice: ModelChoice, agent: ProjectAgent, message: string, env: NodeJS.ProcessEnv): ChosenModel {
-  const configured = env['OPENAI_API_KEY'] !== undefined || env['OPENAI_BASE_URL'] !== undefined;
-  const kind = choice === 'auto' ? (configured ? 'openai' : 'scripted') : choice;
-  if (kind === 'agent') return { model: agent.agent.llmConfig.model, kind, description: `the model of ${agent.file}` };
-  if (kind === 'openai') {
-    if (!configured) throw new CliError('cli_model_unavailable', '--model openai needs OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server).');
-    const modelId = env['OPENAI_MODEL'] ?? 'gpt-4o-mini';
-    const baseURL = env['OPENAI_BASE_URL'];
-    if (baseURL) {
-      const provider = createOpenAI({ baseURL, apiKey: env['OPENAI_API_KEY'] ?? 'not-needed' });
-      return { model: provider.chat(modelId), kind, description: `${modelId} at ${baseURL}` };
+export function chooseModel(choice: ModelChoice, agent: ProjectAgent, message: string, env: NodeJS.ProcessEnv, options: OpenAIOptions = {}): ChosenModel {
+  if (choice === 'auto' || choice === 'agent') {
+    const { model } = agent.agent.llmConfig;
+    return { model, kind: 'agent', description: `the agent's own model (${model.provider} ${model.modelId}, from ${agent.file})` };
+  }
+  if (choice === 'openai') {
+    const baseURL = options.baseURL ?? env['OPENAI_BASE_URL'];
+    const apiKey = env['OPENAI_API_KEY'];
+    if (!baseURL && !apiKey) {
+      throw new CliError('cli_model_unavailable', '--model openai needs OPENAI_API_KEY, or OPENAI_BASE_URL / --base-url for an OpenAI-compatible server (no key needed).');
     }
-    return { model: createOpenAI({ apiKey: env['OPENAI_API_KEY'] })(modelId), kind, description: `OpenAI ${modelId}` };
+    const modelId = env['OPENAI_MODEL'] ?? 'gpt-4o-mini';
+    if (baseURL) {
+      // Local OpenAI-compatible servers serve the chat API, not the Responses API that openai(id) calls.
+      const provider = createOpenAI({ baseURL, apiKey: apiKey ?? 'not-needed' });
+      return { model: provider.chat(modelId), kind: 'openai', description: `${modelId} at ${baseURL} (chat API)` };
+    }
+    return { model: createOpenAI({ apiKey })(modelId), kind: 'openai', description: `OpenAI ${modelId}` };
   }
   const steps = prepareScript(agent.script?.steps ?? defaultScript(), message);
   return {

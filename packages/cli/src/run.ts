@@ -29,6 +29,8 @@ export interface RunOptions {
   /** Continue this session (its conversation is in the project's database). */
   readonly session?: string;
   readonly model: ModelChoice;
+  /** The OpenAI-compatible server of `--model openai` (overrides OPENAI_BASE_URL). */
+  readonly baseURL?: string;
   readonly purpose: 'live' | 'eval';
   readonly mode: 'chat' | 'task';
   readonly title?: string;
@@ -66,7 +68,7 @@ export async function runCommand(options: RunOptions, io: CliIO): Promise<number
   printDiagnostics(project, io.stderr);
   if (hasErrors(project)) return EXIT.failed;
   const target = pickAgent(project, options.agent);
-  const chosen = chooseModel(options.model, target, options.message, io.env);
+  const chosen = chooseModel(options.model, target, options.message, io.env, options.baseURL === undefined ? {} : { baseURL: options.baseURL });
   if (chosen.kind === 'scripted' && !target.script && target.agent.outputSchema !== undefined) {
     logger.warn(`agent "${target.name}" has an outputSchema but no ${target.file.replace(/\.[cm]?[jt]s$/, '')}.script.json; the default script answers in text, which cannot finish it`);
   }

