@@ -3,7 +3,8 @@ import type { ToolDefinition } from '../define.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
 import type { PendingCall } from '../store.js';
 import { callScope, type Run } from './run.js';
-import { beforeToolChain, blockCall, cancelCall, errorResult, executeCall, invalidInput, recordResult, type ToolOutcome } from './tool-calls.js';
+import { errorResult, executeCall, invalidInput, type ToolOutcome } from './tool-calls.js';
+import { beforeToolChain, blockCall, cancelCall, recordResult } from './tool-steering.js';
 
 /** The step index a delivered call is recorded under: before the resumed run's first step. */
 const DELIVERY_STEP = -1;

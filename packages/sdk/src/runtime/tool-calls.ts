@@ -1,16 +1,15 @@
 import { z } from 'zod';
 import { FINISH_TOOL_NAME, type ToolDefinition } from '../define.js';
-import { agentErrorFromInfo, RunSupersededError, ToolError, type AgentError, type AgentErrorInfo } from '../errors.js';
-import type { HookEntry } from '../hooks/manager.js';
-import type { AfterToolPayload, AfterToolResult, BeforeToolResult } from '../hooks/types.js';
+import { RunSupersededError, ToolError, type AgentError, type AgentErrorInfo } from '../errors.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
 import type { StreamChunkInput } from '../stream.js';
 import type { PendingCall } from '../store.js';
-import type { Verdict, WriteScope } from './hook-dispatch.js';
+import type { WriteScope } from './hook-dispatch.js';
 import { callResultRecord, type CallResultRecord, type FinishOutput } from './journal-records.js';
 import { unserializable } from './json-value.js';
 import { callScope, type Run } from './run.js';
 import { runSubAgent } from './sub-agent-call.js';
+import { beforeToolChain, blockCall, cancelCall, recordResult } from './tool-steering.js';
 import { AwaitChildrenSignal, toolContext } from './tool-context.js';
 
 /** How one call of a step ended. */
@@ -297,93 +296,6 @@ function unstorableResult(tool: ToolDefinition, result: unknown): AgentError | u
     hint: 'Return JSON values only: no BigInt, functions, symbols or circular objects.',
     details: { tool: tool.name, problem },
   });
-}
-
-/**
- * Appends a call's result row (onMessage sees it as executed), then runs the afterTool chain, whose
- * `{ result }` replaces the row for the model and the commit. A failed call stays an error row: only
- * its content changes.
- */
-export async function recordResult(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): Promise<{ message: ToolResultMessage; rewritten?: AfterToolResult }> {
-  const messageIndex = await run.appendMessage(row, scope);
-  const rewritten = await afterToolChain(run, payload, scope);
-  if (!rewritten) return { message: row };
-  const message = { ...row, content: rewritten.result ?? null };
-  run.work.replace(messageIndex, message);
-  return { message, rewritten };
-}
-
-type BeforeToolCall = { readonly toolCall: ToolCall; readonly tool: ToolDefinition };
-
-/** beforeTool's interpret step: the first `{ block }` ends the chain; `{ input }` replaces the arguments, validated again (an invalid rewrite blocks). */
-function interpretBeforeTool(value: unknown, payload: BeforeToolCall, entry: HookEntry): Verdict<BeforeToolCall, AgentError> {
-  const v = value as BeforeToolResult | undefined;
-  if (!v || typeof v !== 'object') return undefined;
-  const { tool } = payload;
-  if (v.block === true) {
-    const reason = v.reason?.trim() || 'Blocked by beforeTool.';
-    return { decision: 'block', reason, end: blockedError(tool, entry.name, reason, false) };
-  }
-  if (!('input' in v)) return undefined;
-  const reparsed = tool.inputSchema.safeParse(v.input);
-  if (reparsed.success) return { decision: 'rewrite', payload: { tool, toolCall: { ...payload.toolCall, arguments: reparsed.data } } };
-  const reason = `beforeTool hook "${entry.name}" rewrote the arguments into an invalid input:\n${z.prettifyError(reparsed.error)}`;
-  return { decision: 'block', reason, end: blockedError(tool, entry.name, reason, false) };
-}
-
-/**
- * The beforeTool chain: each handler sees the arguments as rewritten by the ones before it; the first
- * block wins; `{ input }` replaces the whole input and is validated again. A throw follows the
- * handler's policy; under `block-tool` it blocks the call with the error as the reason.
- */
-export async function beforeToolChain(run: Run, tool: ToolDefinition, call: ToolCall, validated: unknown, scope: WriteScope): Promise<{ readonly input: unknown; readonly blocked?: AgentError }> {
-  if (!run.hooks.has('beforeTool')) return { input: validated };
-  const payload: BeforeToolCall = { toolCall: { id: call.id, name: call.name, arguments: validated }, tool };
-  const end = await run.hooks.chain('beforeTool', payload, scope, interpretBeforeTool, (error, entry) => blockedError(tool, entry.name, error.message, true));
-  return { input: end.payload.toolCall.arguments, ...(end.result === undefined ? {} : { blocked: end.result }) };
-}
-
-function blockedError(tool: ToolDefinition, hookName: string, reason: string, threw: boolean): AgentError {
-  return new ToolError('hook_blocked', `Tool "${tool.name}" was blocked by an agent hook: ${reason}`, {
-    layer: 'tool',
-    severity: 'warning',
-    retryable: false,
-    details: { hook: 'beforeTool', name: hookName, reason, tool: tool.name, ...(threw ? { threw: true } : {}) },
-  });
-}
-
-/**
- * A call whose beforeTool chain completed and that a stop ended before its result: its queued
- * onStateChange hooks fire, then onMessage for its `run_stopped` row, then afterTool (`success: false`).
- * Its writes are discarded with the step.
- */
-export async function cancelCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<ToolOutcome> {
-  await run.hooks.flushStateChanges(scope);
-  const row = stoppedResult(call);
-  const error = agentErrorFromInfo(row.errorInfo as AgentErrorInfo);
-  await recordResult(run, { toolCall: call, tool, result: undefined, success: false, blocked: false, error, durationMs: 0 }, row, scope);
-  return { call, stopped: true };
-}
-
-/** A blocked call never runs; its error result goes to the model (onMessage), then afterTool fires with `blocked: true`. */
-export async function blockCall(run: Run, tool: ToolDefinition, toolCall: ToolCall, error: AgentError, scope: WriteScope): Promise<ToolOutcome> {
-  await run.emit({ type: 'tool_start', toolCallId: toolCall.id, toolName: tool.name, arguments: toolCall.arguments, ...run.chunkBase() });
-  await recordResult(run, { toolCall, tool, result: undefined, success: false, blocked: true, error, durationMs: 0 }, errorResult(toolCall, error.info), scope);
-  await run.emit({ type: 'tool_end', toolCallId: toolCall.id, toolName: tool.name, success: false, durationMs: 0, error: error.info, ...run.chunkBase() });
-  return { call: toolCall, stopped: false };
-}
-
-function interpretAfterTool(value: unknown, payload: AfterToolPayload): Verdict<AfterToolPayload, never> {
-  const v = value as AfterToolResult | undefined;
-  if (v && typeof v === 'object' && 'result' in v) return { decision: 'rewrite', payload: { ...payload, result: v.result } };
-  return undefined;
-}
-
-/** The afterTool chain: `{ result }` replaces the result for later handlers, the model and the commit. */
-async function afterToolChain(run: Run, payload: AfterToolPayload, scope: WriteScope): Promise<AfterToolResult | undefined> {
-  if (!run.hooks.has('afterTool')) return undefined;
-  const end = await run.hooks.chain('afterTool', payload, scope, interpretAfterTool);
-  return end.payload === payload ? undefined : { result: end.payload.result };
 }
 
 /** A recorded call result: its row and writes come back, no hook fires and the tool does not run. */

@@ -1,0 +1,39 @@
+import type { AgentConfig } from '../define.js';
+import { AgentError } from '../errors.js';
+import type { Message } from '../messages.js';
+import type { PendingCall } from '../store.js';
+import type { AuditHooks } from './hook-dispatch.js';
+import type { Logger } from './logger.js';
+
+/** Options of a {@link JSAgentExecutor}. */
+export interface JSAgentExecutorOptions {
+  /** Where observe-only hook errors and store trouble are reported (default: stderr). */
+  readonly logger?: Logger;
+  /** When true, a throwing onAgentComplete fails the run (onAgentFail follows; docs/rules.md, C5); by default the run completes without the hook's writes. */
+  readonly strictTerminalHooks?: boolean;
+  /** Makes run, turn and session ids (default: random UUIDs). */
+  readonly generateId?: (kind: 'run' | 'turn' | 'session') => string;
+  /** This process's name on run leases (default: `<hostname>:<pid>:<random>`). */
+  readonly instanceId?: string;
+  /** Which hook invocations are written to the stream as `hook_decision` chunks: steering decisions and handled errors (default), every invocation, or none. */
+  readonly auditHooks?: AuditHooks;
+  /** Signs approval requests and requires valid signatures on approve() / reject() (HMAC-SHA256). */
+  readonly approvalSecret?: string;
+  /** Agents whose sessions resume(), retry(), send() and recover() may continue. */
+  readonly agents?: readonly AgentConfig<unknown, unknown>[];
+  /** The most a tree of sub-agents may nest (default 5): a deeper sub-agent call gets `subagent_depth_exceeded`. */
+  readonly maxSubAgentDepth?: number;
+  /** The most sub-agent calls one step may make (default 16): the extra calls get `subagent_fanout_exceeded`. */
+  readonly maxSubAgentsPerStep?: number;
+  /** How long a run's lease lasts without renewal (default 30 s); it is renewed every third of that. A process that dies is recovered once its leases expire. */
+  readonly leaseMs?: number;
+}
+
+/** Rows that cancel the calls a suspended run was waiting on (every tool call keeps a result). */
+export function cancelledRows(pending: readonly PendingCall[]): Message[] {
+  return pending.map((p) => {
+    const info = new AgentError('tool_cancelled', `The call to "${p.toolName}" was cancelled: a new message started another turn.`, { details: { tool: p.toolName } }).info;
+    return { role: 'tool', toolCallId: p.toolCallId, toolName: p.toolName, content: info.message, isError: true, errorInfo: info };
+  });
+}
+
