@@ -11,6 +11,17 @@ export const session = (n: number): string => `session#${n}`;
 /** `call#n`. */
 export const call = (n: number): string => `call#${n}`;
 
+/** The first runs, sessions and tool calls of a scenario, in order of first appearance. */
+export const R1 = run(1);
+export const R2 = run(2);
+export const R3 = run(3);
+export const S1 = session(1);
+export const S2 = session(2);
+export const C1 = call(1);
+export const C2 = call(2);
+export const C3 = call(3);
+export const C4 = call(4);
+
 /** A tool call in an assistant row. */
 export const toolCall = (id: string, tool: string, args: JsonValue): TraceToolCall => ({ call: id, tool, args });
 

@@ -2,8 +2,17 @@ import { z } from 'zod';
 import { defineAgent, defineTool, type AgentConfig, type ToolDefinition } from '../../define.js';
 import type { HookManager } from '../../hooks/manager.js';
 import { createScriptedModel, type ScriptedStep, type ScriptedStepObject } from '../../testing/scripted-model.js';
-import type { ScenarioContext } from './context.js';
+import type { Deferred, ScenarioContext } from './context.js';
 import type { HookLayer } from './recorder.js';
+import type { RuntimeScenario, ScenarioTopic } from './scenario.js';
+
+/** A scenario as its topic's file declares it: the file gives the topic. */
+export type TopicScenario = Omit<RuntimeScenario, 'topic'>;
+
+/** The scenarios of one topic's file, each with that topic. */
+export function inTopic(topic: ScenarioTopic, scenarios: readonly TopicScenario[]): readonly RuntimeScenario[] {
+  return scenarios.map((scenario) => ({ ...scenario, topic }));
+}
 
 /** The custom state of every scenario agent. */
 export const CounterState = z.object({ count: z.number().default(0), log: z.array(z.string()).default([]) });
@@ -95,10 +104,54 @@ export function agent(t: ScenarioContext, options: ScenarioAgentOptions): AgentC
   });
 }
 
+/** Executes a new scenario agent built from `options` (see {@link agent}) with `input` on a new session, and waits for the run's result. */
+export async function executeOnce(t: ScenarioContext, options: ScenarioAgentOptions, input = 'go'): Promise<void> {
+  await t.result(await t.execute(agent(t, options), input, { sessionId: t.sessionId() }));
+}
+
 /** The text of the last prompt message of a model call (what the model was last told). */
 export function lastPromptText(prompt: readonly { readonly role: string; readonly content: unknown }[]): string {
   const last = prompt[prompt.length - 1];
   if (!last) return '';
   if (typeof last.content === 'string') return last.content;
   return JSON.stringify(last.content);
+}
+
+/** The raw ids of the calls a suspended result waits on; throws when the run did not suspend on a pending call. */
+export function pendingCallIds(result: { readonly suspension?: { readonly pending: readonly { readonly toolCallId: string }[] } }): [string, ...string[]] {
+  const [first, ...rest] = result.suspension?.pending.map((p) => p.toolCallId) ?? [];
+  if (first === undefined) throw new Error('the run did not suspend on a pending call');
+  return [first, ...rest];
+}
+
+/** A handler layer whose onAgentSuspended notes the run's stored status, as `run status in onAgentSuspended`. */
+export function suspendedStatusProbe(t: ScenarioContext): HookLayer<Counter, unknown> {
+  return { hooks: { onAgentSuspended: async (ctx) => t.note('run status in onAgentSuspended', (await t.runtime.getRun(ctx.runId))?.status) } };
+}
+
+/** A `slow` tool that waits for a gate, with the deferreds a scenario drives it by. */
+export interface GatedTool {
+  readonly tool: ToolDefinition;
+  /** Resolved when the tool starts. */
+  readonly started: Deferred;
+  /** The tool waits for it before it writes and returns 'late'. */
+  readonly gate: Deferred;
+}
+
+/** A `slow` tool (no input) that resolves `started`, waits for `gate`, applies `write` to the state when given, and returns 'late'. */
+export function gatedTool(t: ScenarioContext, write?: (draft: Counter) => void): GatedTool {
+  const started = t.deferred('the slow tool started');
+  const gate = t.deferred('the gate');
+  const tool = defineTool({
+    name: 'slow',
+    description: 'Waits for the gate.',
+    inputSchema: z.object({}),
+    execute: async (_input, ctx) => {
+      started.resolve();
+      await gate.wait();
+      if (write) ctx.updateState<Counter>(write);
+      return 'late';
+    },
+  });
+  return { tool, started, gate };
 }

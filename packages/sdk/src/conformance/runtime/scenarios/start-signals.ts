@@ -1,50 +1,40 @@
 // The start-signal table of the spec: every run fires exactly one start signal, chosen by how it began,
 // and a turn's start work (onAgentStart and the initial onMessage) runs once per turn.
-import { at, call, complete, fail, row, run, session, storedRun, storedSession, toolCall } from '../expect.js';
-import { agent, askTool, calls, deleteTool, incrementTool, INITIAL, text } from '../fixtures.js';
+import { at, C1, C2, fail, R1, R2, row, S1, storedSession, toolCall } from '../expect.js';
+import { agent, askTool, calls, deleteTool, executeOnce, incrementTool, INITIAL, inTopic, pendingCallIds, text } from '../fixtures.js';
+import { callErrorRows, callRows, callsAndSuspends, callsTools, completedRun, completesWithText, entered, failedRun, incrementCall, newTurn, owedStartWork, resumesWithResult, soleRunCompleted, suspendedRun } from '../fragments.js';
 import type { RuntimeScenario } from '../scenario.js';
+import type { ExpectedTrace } from '../trace.js';
 
-const R1 = run(1);
-const R2 = run(2);
-const S1 = session(1);
-const C1 = call(1);
-const C2 = call(2);
-
-/** The raw id of the first call a suspended result waits on. */
-function pendingId(result: { readonly suspension?: { readonly pending: readonly { readonly toolCallId: string }[] } }): string {
-  const id = result.suspension?.pending[0]?.toolCallId;
-  if (id === undefined) throw new Error('the run did not suspend on a pending call');
-  return id;
-}
+/**
+ * The trace of start/with-confirmation-resume: a turn 'delete it' suspends on remove(/tmp/a), one
+ * approval resumes it (the call runs, no second beforeTool) and the model then says 'done'.
+ */
+export const approvedOnceTrace: ExpectedTrace = {
+  hooks: [
+    ...newTurn(R1, 0, 'delete it'),
+    ...callsAndSuspends(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'remove', { path: '/tmp/a' })),
+    ...resumesWithResult(R2, R1, toolCall(C1, 'remove', { path: '/tmp/a' }), [{ count: 0, log: ['deleted /tmp/a'] }], 2, { removed: '/tmp/a' }),
+    ...completesWithText(R2, 0, { messages: 4, tools: 1 }, 3, 'done', { remove: 1 }),
+  ],
+  entries: [entered('execute', S1, R1), entered('approve', S1, R2)],
+  runs: [suspendedRun(R1, S1, 'start', 1, INITIAL), completedRun(R2, S1, 'resumed', { exitReason: 'text', output: 'done', steps: 1, state: { count: 0, log: ['deleted /tmp/a'] } })],
+  sessions: [storedSession(S1, R2, { count: 0, log: ['deleted /tmp/a'] }, [row.user('delete it'), ...callRows(toolCall(C1, 'remove', { path: '/tmp/a' }), { removed: '/tmp/a' }), row.assistant('done')])],
+};
 
 /** The rows of the start-signal table, and the start work a run owes. */
-export const startSignalScenarios: readonly RuntimeScenario[] = [
+export const startSignalScenarios: readonly RuntimeScenario[] = inTopic('start signals', [
   {
     name: 'start/execute',
-    topic: 'start signals',
     description: 'execute() begins a new turn: onAgentStart(startSignal true) before the initial onMessage and the first model call (rules 16, 25, 27, D1)',
-    async run(t) {
-      const a = agent(t, { steps: [text('hello back')] });
-      await t.result(await t.execute(a, 'hi', { sessionId: t.sessionId() }));
-    },
+    run: (t) => executeOnce(t, { steps: [text('hello back')] }, 'hi'),
     expected: {
-      hooks: [
-        at(R1, 0).start('hi'),
-        at(R1, 0).message(0, row.user('hi')),
-        at(R1, 0).beforeLLM(2, 1),
-        at(R1, 0).afterLLM('text'),
-        at(R1, 0).message(1, row.assistant('hello back')),
-        at(R1, 0).exit('text', 1),
-        complete(R1, 1, 'text', 'hello back'),
-      ],
-      entries: [{ entry: 'execute', session: S1, run: R1 }],
-      runs: [storedRun(R1, S1, 'start', 'completed', { output: 'hello back', result: { status: 'completed', exitReason: 'text', output: 'hello back', steps: 1, state: INITIAL } })],
-      sessions: [storedSession(S1, R1, INITIAL, [row.user('hi'), row.assistant('hello back')])],
+      hooks: [...newTurn(R1, 0, 'hi'), ...completesWithText(R1, 0, { messages: 2, tools: 1 }, 1, 'hello back')],
+      ...soleRunCompleted({ exitReason: 'text', output: 'hello back', steps: 1, state: INITIAL }, [row.user('hi'), row.assistant('hello back')]),
     },
   },
   {
     name: 'start/send',
-    topic: 'start signals',
     description: 'a chat send is a new turn: onAgentStart(true) again, its input appended after the committed conversation (rule 16)',
     async run(t) {
       const sessionId = t.sessionId();
@@ -54,35 +44,21 @@ export const startSignalScenarios: readonly RuntimeScenario[] = [
     },
     expected: {
       hooks: [
-        at(R1, 0).start('first'),
-        at(R1, 0).message(0, row.user('first')),
-        at(R1, 0).beforeLLM(2, 1),
-        at(R1, 0).afterLLM('text'),
-        at(R1, 0).message(1, row.assistant('one')),
-        at(R1, 0).exit('text', 1),
-        complete(R1, 1, 'text', 'one'),
-        at(R2, 0).start('second'),
-        at(R2, 0).message(2, row.user('second')),
-        at(R2, 0).beforeLLM(4, 1),
-        at(R2, 0).afterLLM('text'),
-        at(R2, 0).message(3, row.assistant('two')),
-        at(R2, 0).exit('text', 1),
-        complete(R2, 1, 'text', 'two'),
+        ...newTurn(R1, 0, 'first'),
+        ...completesWithText(R1, 0, { messages: 2, tools: 1 }, 1, 'one'),
+        ...newTurn(R2, 2, 'second'),
+        ...completesWithText(R2, 0, { messages: 4, tools: 1 }, 3, 'two'),
       ],
-      entries: [
-        { entry: 'execute', session: S1, run: R1 },
-        { entry: 'send', session: S1, run: R2 },
-      ],
+      entries: [entered('execute', S1, R1), entered('send', S1, R2)],
       runs: [
-        storedRun(R1, S1, 'start', 'completed', { output: 'one', result: { status: 'completed', exitReason: 'text', output: 'one', steps: 1, state: INITIAL } }),
-        storedRun(R2, S1, 'start', 'completed', { output: 'two', result: { status: 'completed', exitReason: 'text', output: 'two', steps: 1, state: INITIAL } }),
+        completedRun(R1, S1, 'start', { exitReason: 'text', output: 'one', steps: 1, state: INITIAL }),
+        completedRun(R2, S1, 'start', { exitReason: 'text', output: 'two', steps: 1, state: INITIAL }),
       ],
       sessions: [storedSession(S1, R2, INITIAL, [row.user('first'), row.assistant('one'), row.user('second'), row.assistant('two')])],
     },
   },
   {
     name: 'start/with-message-resume',
-    topic: 'start signals',
     description:
       'a with_message resume of a suspended session is a new turn: onAgentStart(true); the calls the suspended run waited on are cancelled by rows that are part of the turn input (rules 16, 91)',
     async run(t) {
@@ -93,142 +69,54 @@ export const startSignalScenarios: readonly RuntimeScenario[] = [
     },
     expected: {
       hooks: [
-        at(R1, 0).start('go'),
-        at(R1, 0).message(0, row.user('go')),
-        at(R1, 0).beforeLLM(2, 1),
-        at(R1, 0).afterLLM('tool_calls'),
-        at(R1, 0).message(1, row.assistant('', toolCall(C1, 'ask', { question: 'which?' }))),
-        at(R1, 0).beforeTool(C1, 'ask', { question: 'which?' }),
-        at(R1, 1).suspended('client_tool', [C1]),
+        ...newTurn(R1, 0, 'go'),
+        ...callsAndSuspends(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'ask', { question: 'which?' })),
         at(R2, 0).start('never mind'),
         at(R2, 0).message(2, row.toolError(C1, 'ask', 'tool_cancelled')),
         at(R2, 0).message(3, row.user('never mind')),
-        at(R2, 0).beforeLLM(5, 1),
-        at(R2, 0).afterLLM('text'),
-        at(R2, 0).message(4, row.assistant('new turn')),
-        at(R2, 0).exit('text', 1),
-        complete(R2, 1, 'text', 'new turn'),
+        ...completesWithText(R2, 0, { messages: 5, tools: 1 }, 4, 'new turn'),
       ],
-      entries: [
-        { entry: 'execute', session: S1, run: R1 },
-        { entry: 'resume', session: S1, run: R2 },
-      ],
-      runs: [
-        storedRun(R1, S1, 'start', 'suspended', { result: { status: 'suspended', steps: 1, state: INITIAL } }),
-        storedRun(R2, S1, 'start', 'completed', { output: 'new turn', result: { status: 'completed', exitReason: 'text', output: 'new turn', steps: 1, state: INITIAL } }),
-      ],
-      sessions: [
-        storedSession(S1, R2, INITIAL, [
-          row.user('go'),
-          row.assistant('', toolCall(C1, 'ask', { question: 'which?' })),
-          row.toolError(C1, 'ask', 'tool_cancelled'),
-          row.user('never mind'),
-          row.assistant('new turn'),
-        ]),
-      ],
+      entries: [entered('execute', S1, R1), entered('resume', S1, R2)],
+      runs: [suspendedRun(R1, S1, 'start', 1, INITIAL), completedRun(R2, S1, 'start', { exitReason: 'text', output: 'new turn', steps: 1, state: INITIAL })],
+      sessions: [storedSession(S1, R2, INITIAL, [row.user('go'), ...callErrorRows(toolCall(C1, 'ask', { question: 'which?' }), 'tool_cancelled'), row.user('never mind'), row.assistant('new turn')])],
     },
   },
   {
     name: 'start/continue-resume',
-    topic: 'start signals',
     description:
       'a continue resume (a client tool result) fires onAgentResumed with previousRunId, no start work; the answer fires onMessage then afterTool (rules 17, 23, 101, 106, 107)',
     async run(t) {
       const sessionId = t.sessionId();
       const a = agent(t, { tools: [askTool], steps: [calls(['ask', { question: 'which file?' }]), text('thanks')] });
       const first = await t.result(await t.execute(a, 'clean up', { sessionId }));
-      await t.result(await t.submitToolResult(sessionId, pendingId(first), 'notes.txt'));
+      await t.result(await t.submitToolResult(sessionId, pendingCallIds(first)[0], 'notes.txt'));
     },
     expected: {
       hooks: [
-        at(R1, 0).start('clean up'),
-        at(R1, 0).message(0, row.user('clean up')),
-        at(R1, 0).beforeLLM(2, 1),
-        at(R1, 0).afterLLM('tool_calls'),
-        at(R1, 0).message(1, row.assistant('', toolCall(C1, 'ask', { question: 'which file?' }))),
-        at(R1, 0).beforeTool(C1, 'ask', { question: 'which file?' }),
-        at(R1, 1).suspended('client_tool', [C1]),
-        at(R2, 0).resumed(R1),
-        at(R2, 0).message(2, row.tool(C1, 'ask', 'notes.txt')),
-        at(R2, 0).afterTool(C1, 'ask', { question: 'which file?' }, 'notes.txt'),
-        at(R2, 0).beforeLLM(4, 1),
-        at(R2, 0).afterLLM('text'),
-        at(R2, 0).message(3, row.assistant('thanks')),
-        at(R2, 0).exit('text', 1),
-        complete(R2, 1, 'text', 'thanks'),
+        ...newTurn(R1, 0, 'clean up'),
+        ...callsAndSuspends(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'ask', { question: 'which file?' })),
+        ...resumesWithResult(R2, R1, toolCall(C1, 'ask', { question: 'which file?' }), [], 2, 'notes.txt'),
+        ...completesWithText(R2, 0, { messages: 4, tools: 1 }, 3, 'thanks'),
       ],
-      entries: [
-        { entry: 'execute', session: S1, run: R1 },
-        { entry: 'submitToolResult', session: S1, run: R2 },
-      ],
-      runs: [
-        storedRun(R1, S1, 'start', 'suspended', { result: { status: 'suspended', steps: 1, state: INITIAL } }),
-        storedRun(R2, S1, 'resumed', 'completed', { output: 'thanks', result: { status: 'completed', exitReason: 'text', output: 'thanks', steps: 1, state: INITIAL } }),
-      ],
-      sessions: [
-        storedSession(S1, R2, INITIAL, [
-          row.user('clean up'),
-          row.assistant('', toolCall(C1, 'ask', { question: 'which file?' })),
-          row.tool(C1, 'ask', 'notes.txt'),
-          row.assistant('thanks'),
-        ]),
-      ],
+      entries: [entered('execute', S1, R1), entered('submitToolResult', S1, R2)],
+      runs: [suspendedRun(R1, S1, 'start', 1, INITIAL), completedRun(R2, S1, 'resumed', { exitReason: 'text', output: 'thanks', steps: 1, state: INITIAL })],
+      sessions: [storedSession(S1, R2, INITIAL, [row.user('clean up'), ...callRows(toolCall(C1, 'ask', { question: 'which file?' }), 'notes.txt'), row.assistant('thanks')])],
     },
   },
   {
     name: 'start/with-confirmation-resume',
-    topic: 'start signals',
     description:
       'a with_confirmation resume (an approval) fires onAgentResumed; the approved call then runs: onStateChange, onMessage, afterTool, without a second beforeTool (rules 17, 101, D3)',
     async run(t) {
       const sessionId = t.sessionId();
       const a = agent(t, { tools: [deleteTool], steps: [calls(['remove', { path: '/tmp/a' }]), text('done')] });
       const first = await t.result(await t.execute(a, 'delete it', { sessionId }));
-      await t.result(await t.approve(sessionId, pendingId(first)));
+      await t.result(await t.approve(sessionId, pendingCallIds(first)[0]));
     },
-    expected: {
-      hooks: [
-        at(R1, 0).start('delete it'),
-        at(R1, 0).message(0, row.user('delete it')),
-        at(R1, 0).beforeLLM(2, 1),
-        at(R1, 0).afterLLM('tool_calls'),
-        at(R1, 0).message(1, row.assistant('', toolCall(C1, 'remove', { path: '/tmp/a' }))),
-        at(R1, 0).beforeTool(C1, 'remove', { path: '/tmp/a' }),
-        at(R1, 1).suspended('client_tool', [C1]),
-        at(R2, 0).resumed(R1),
-        at(R2, 0).state('tool', { count: 0, log: ['deleted /tmp/a'] }, 'remove'),
-        at(R2, 0).message(2, row.tool(C1, 'remove', { removed: '/tmp/a' })),
-        at(R2, 0).afterTool(C1, 'remove', { path: '/tmp/a' }, { removed: '/tmp/a' }),
-        at(R2, 0).beforeLLM(4, 1),
-        at(R2, 0).afterLLM('text'),
-        at(R2, 0).message(3, row.assistant('done')),
-        at(R2, 0).exit('text', 1, { remove: 1 }),
-        complete(R2, 1, 'text', 'done'),
-      ],
-      entries: [
-        { entry: 'execute', session: S1, run: R1 },
-        { entry: 'approve', session: S1, run: R2 },
-      ],
-      runs: [
-        storedRun(R1, S1, 'start', 'suspended', { result: { status: 'suspended', steps: 1, state: INITIAL } }),
-        storedRun(R2, S1, 'resumed', 'completed', {
-          output: 'done',
-          result: { status: 'completed', exitReason: 'text', output: 'done', steps: 1, state: { count: 0, log: ['deleted /tmp/a'] } },
-        }),
-      ],
-      sessions: [
-        storedSession(S1, R2, { count: 0, log: ['deleted /tmp/a'] }, [
-          row.user('delete it'),
-          row.assistant('', toolCall(C1, 'remove', { path: '/tmp/a' })),
-          row.tool(C1, 'remove', { removed: '/tmp/a' }),
-          row.assistant('done'),
-        ]),
-      ],
-    },
+    expected: approvedOnceTrace,
   },
   {
     name: 'start/rewind-to-step',
-    topic: 'start signals',
     description:
       'a from_checkpoint rewind to a step of a turn whose start committed fires onAgentResumed (checkpoint given) and no start work; state and rows are restored (rules 17, 23, 106)',
     async run(t) {
@@ -241,61 +129,25 @@ export const startSignalScenarios: readonly RuntimeScenario[] = [
     },
     expected: {
       hooks: [
-        at(R1, 0).start('go'),
-        at(R1, 0).message(0, row.user('go')),
-        at(R1, 0).beforeLLM(2, 1),
-        at(R1, 0).afterLLM('tool_calls'),
-        at(R1, 0).message(1, row.assistant('', toolCall(C1, 'increment', { by: 1 }))),
-        at(R1, 0).beforeTool(C1, 'increment', { by: 1 }),
-        at(R1, 0).state('tool', { count: 1, log: ['+1'] }, 'increment'),
-        at(R1, 0).message(2, row.tool(C1, 'increment', { by: 1 })),
-        at(R1, 0).afterTool(C1, 'increment', { by: 1 }, { by: 1 }),
-        at(R1, 1).beforeLLM(4, 1),
-        at(R1, 1).afterLLM('tool_calls'),
-        at(R1, 1).message(3, row.assistant('', toolCall(C2, 'increment', { by: 10 }))),
-        at(R1, 1).beforeTool(C2, 'increment', { by: 10 }),
-        at(R1, 1).state('tool', { count: 11, log: ['+1', '+10'] }, 'increment'),
-        at(R1, 1).message(4, row.tool(C2, 'increment', { by: 10 })),
-        at(R1, 1).afterTool(C2, 'increment', { by: 10 }, { by: 10 }),
-        at(R1, 2).beforeLLM(6, 1),
-        at(R1, 2).afterLLM('text'),
-        at(R1, 2).message(5, row.assistant('first')),
-        at(R1, 2).exit('text', 3, { increment: 2 }),
-        complete(R1, 3, 'text', 'first'),
+        ...newTurn(R1, 0, 'go'),
+        ...callsTools(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'increment', { by: 1 })),
+        ...incrementCall(R1, 0, C1, { by: 1 }, { count: 1, log: ['+1'] }, 2),
+        ...callsTools(R1, 1, { messages: 4, tools: 1 }, 3, toolCall(C2, 'increment', { by: 10 })),
+        ...incrementCall(R1, 1, C2, { by: 10 }, { count: 11, log: ['+1', '+10'] }, 4),
+        ...completesWithText(R1, 2, { messages: 6, tools: 1 }, 5, 'first', { increment: 2 }),
         at(R2, 0).resumed(R1, true),
-        at(R2, 0).beforeLLM(4, 1),
-        at(R2, 0).afterLLM('text'),
-        at(R2, 0).message(3, row.assistant('rewound')),
-        at(R2, 0).exit('text', 1),
-        complete(R2, 1, 'text', 'rewound'),
+        ...completesWithText(R2, 0, { messages: 4, tools: 1 }, 3, 'rewound'),
       ],
-      entries: [
-        { entry: 'execute', session: S1, run: R1 },
-        { entry: 'resume', session: S1, run: R2 },
-      ],
+      entries: [entered('execute', S1, R1), entered('resume', S1, R2)],
       runs: [
-        storedRun(R1, S1, 'start', 'completed', {
-          output: 'first',
-          result: { status: 'completed', exitReason: 'text', output: 'first', steps: 3, state: { count: 11, log: ['+1', '+10'] } },
-        }),
-        storedRun(R2, S1, 'resumed', 'completed', {
-          output: 'rewound',
-          result: { status: 'completed', exitReason: 'text', output: 'rewound', steps: 1, state: { count: 1, log: ['+1'] } },
-        }),
+        completedRun(R1, S1, 'start', { exitReason: 'text', output: 'first', steps: 3, state: { count: 11, log: ['+1', '+10'] } }),
+        completedRun(R2, S1, 'resumed', { exitReason: 'text', output: 'rewound', steps: 1, state: { count: 1, log: ['+1'] } }),
       ],
-      sessions: [
-        storedSession(S1, R2, { count: 1, log: ['+1'] }, [
-          row.user('go'),
-          row.assistant('', toolCall(C1, 'increment', { by: 1 })),
-          row.tool(C1, 'increment', { by: 1 }),
-          row.assistant('rewound'),
-        ]),
-      ],
+      sessions: [storedSession(S1, R2, { count: 1, log: ['+1'] }, [row.user('go'), ...callRows(toolCall(C1, 'increment', { by: 1 }), { by: 1 }), row.assistant('rewound')])],
     },
   },
   {
     name: 'start/rewind-to-genesis',
-    topic: 'start signals',
     description:
       'a rewind before the turn\'s start commit owes the start work: onAgentResumed, then onAgentStart(startSignal false), and onMessage re-fires for the turn input (rules 21, 22, 27)',
     async run(t) {
@@ -306,36 +158,22 @@ export const startSignalScenarios: readonly RuntimeScenario[] = [
     },
     expected: {
       hooks: [
-        at(R1, 0).start('the input'),
-        at(R1, 0).message(0, row.user('the input')),
-        at(R1, 0).beforeLLM(2, 1),
-        at(R1, 0).afterLLM('text'),
-        at(R1, 0).message(1, row.assistant('a')),
-        at(R1, 0).exit('text', 1),
-        complete(R1, 1, 'text', 'a'),
+        ...newTurn(R1, 0, 'the input'),
+        ...completesWithText(R1, 0, { messages: 2, tools: 1 }, 1, 'a'),
         at(R2, 0).resumed(R1, true),
-        at(R2, 0).start('the input', false),
-        at(R2, 0).message(0, row.user('the input')),
-        at(R2, 0).beforeLLM(2, 1),
-        at(R2, 0).afterLLM('text'),
-        at(R2, 0).message(1, row.assistant('b')),
-        at(R2, 0).exit('text', 1),
-        complete(R2, 1, 'text', 'b'),
+        ...owedStartWork(R2, 0, 'the input'),
+        ...completesWithText(R2, 0, { messages: 2, tools: 1 }, 1, 'b'),
       ],
-      entries: [
-        { entry: 'execute', session: S1, run: R1 },
-        { entry: 'resume', session: S1, run: R2 },
-      ],
+      entries: [entered('execute', S1, R1), entered('resume', S1, R2)],
       runs: [
-        storedRun(R1, S1, 'start', 'completed', { output: 'a', result: { status: 'completed', exitReason: 'text', output: 'a', steps: 1, state: INITIAL } }),
-        storedRun(R2, S1, 'resumed', 'completed', { output: 'b', result: { status: 'completed', exitReason: 'text', output: 'b', steps: 1, state: INITIAL } }),
+        completedRun(R1, S1, 'start', { exitReason: 'text', output: 'a', steps: 1, state: INITIAL }),
+        completedRun(R2, S1, 'resumed', { exitReason: 'text', output: 'b', steps: 1, state: INITIAL }),
       ],
       sessions: [storedSession(S1, R2, INITIAL, [row.user('the input'), row.assistant('b')])],
     },
   },
   {
     name: 'start/retry-owes-start-work',
-    topic: 'start signals',
     description:
       'a retry of a run that failed in onAgentStart restores genesis: onAgentRetry, then onAgentStart(startSignal false) and onMessage for the turn input, then the retry message (rules 18, 21, 22, 26, 113, 114)',
     async run(t) {
@@ -361,32 +199,17 @@ export const startSignalScenarios: readonly RuntimeScenario[] = [
         at(R1, 0).start('go'),
         fail(R1, 0, 'hook_failed', false),
         at(R2, 0).retry(R1, false, true),
-        at(R2, 0).start('go', false),
-        at(R2, 0).message(0, row.user('go')),
+        ...owedStartWork(R2, 0, 'go'),
         at(R2, 0).message(1, row.user('please try again')),
-        at(R2, 0).beforeLLM(3, 1),
-        at(R2, 0).afterLLM('text'),
-        at(R2, 0).message(2, row.assistant('after retry')),
-        at(R2, 0).exit('text', 1),
-        complete(R2, 1, 'text', 'after retry'),
+        ...completesWithText(R2, 0, { messages: 3, tools: 1 }, 2, 'after retry'),
       ],
-      entries: [
-        { entry: 'execute', session: S1, run: R1 },
-        { entry: 'retry', session: S1, run: R2 },
-      ],
-      runs: [
-        storedRun(R1, S1, 'start', 'failed', { error: 'hook_failed', result: { status: 'failed', error: 'hook_failed', steps: 0, state: INITIAL } }),
-        storedRun(R2, S1, 'retry', 'completed', {
-          output: 'after retry',
-          result: { status: 'completed', exitReason: 'text', output: 'after retry', steps: 1, state: INITIAL },
-        }),
-      ],
+      entries: [entered('execute', S1, R1), entered('retry', S1, R2)],
+      runs: [failedRun(R1, S1, 'start', 'hook_failed', 0, INITIAL), completedRun(R2, S1, 'retry', { exitReason: 'text', output: 'after retry', steps: 1, state: INITIAL })],
       sessions: [storedSession(S1, R2, INITIAL, [row.user('go'), row.user('please try again'), row.assistant('after retry')])],
     },
   },
   {
     name: 'start/retry-owes-start-work-without-message',
-    topic: 'start signals',
     description:
       'a retry that owes the start work and brings no message still re-fires onMessage for the turn input (rules 22, 113); hasMessage is false',
     async run(t) {
@@ -409,27 +232,15 @@ export const startSignalScenarios: readonly RuntimeScenario[] = [
     },
     expected: {
       hooks: [
-        at(R1, 0).start('go'),
-        at(R1, 0).message(0, row.user('go')),
+        ...newTurn(R1, 0, 'go'),
         fail(R1, 0, 'hook_failed', false),
         at(R2, 0).retry(R1, false, false),
-        at(R2, 0).start('go', false),
-        at(R2, 0).message(0, row.user('go')),
-        at(R2, 0).beforeLLM(2, 1),
-        at(R2, 0).afterLLM('text'),
-        at(R2, 0).message(1, row.assistant('ok')),
-        at(R2, 0).exit('text', 1),
-        complete(R2, 1, 'text', 'ok'),
+        ...owedStartWork(R2, 0, 'go'),
+        ...completesWithText(R2, 0, { messages: 2, tools: 1 }, 1, 'ok'),
       ],
-      entries: [
-        { entry: 'execute', session: S1, run: R1 },
-        { entry: 'retry', session: S1, run: R2 },
-      ],
-      runs: [
-        storedRun(R1, S1, 'start', 'failed', { error: 'hook_failed', result: { status: 'failed', error: 'hook_failed', steps: 0, state: INITIAL } }),
-        storedRun(R2, S1, 'retry', 'completed', { output: 'ok', result: { status: 'completed', exitReason: 'text', output: 'ok', steps: 1, state: INITIAL } }),
-      ],
+      entries: [entered('execute', S1, R1), entered('retry', S1, R2)],
+      runs: [failedRun(R1, S1, 'start', 'hook_failed', 0, INITIAL), completedRun(R2, S1, 'retry', { exitReason: 'text', output: 'ok', steps: 1, state: INITIAL })],
       sessions: [storedSession(S1, R2, INITIAL, [row.user('go'), row.assistant('ok')])],
     },
   },
-];
+]);
