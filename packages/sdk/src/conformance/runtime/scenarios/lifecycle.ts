@@ -2,16 +2,16 @@
 import type { ScenarioContext } from '../context.js';
 import type { HookLayer } from '../recorder.js';
 import { at, C1, C2, fail, R1, R2, row, S1, storedRun, storedSession, superseded, toolCall } from '../expect.js';
-import { agent, calls, type Counter, executeOnce, finish, gatedTool, INITIAL, inTopic } from '../fixtures.js';
-import { callRows, callsTools, callSucceeds, completedRun, completesWithFinish, entered, finishRows, incrementCall, newTurn, refused, soleRunCompleted, soleRunFailed, supersededRun } from '../fragments.js';
+import { agent, calls, type Counter, executeOnce, finish, gatedTool, INITIAL, inTopic, logs, newerExecuteWhileGated } from '../fixtures.js';
+import { callRows, callSucceeds, completedRun, completesWithFinish, entered, failsInModelCall, finishRows, incrementStep, newTurn, refused, soleRunCompleted, soleRunFailed, startsCalls, supersededByFinishingRun } from '../fragments.js';
 import type { RuntimeScenario } from '../scenario.js';
 import type { ExpectedTrace } from '../trace.js';
 
 /**
  * Runs an agent on a new session (input 'go', finishing with 'first' through call `finish-1`) whose
  * onAgentComplete executes a second agent on that session (input 'again', finishing with 'second'
- * through `finish-2`), which supersedes the first run after its complete hook. `layer` adds hooks (and
- * an error policy) to the first agent's complete hook.
+ * through `finish-2`), which supersedes the first run after its complete hook. `layer` adds handlers
+ * (and an error policy) to the first agent's layer, next to that onAgentComplete.
  */
 export async function supersedeAfterComplete(t: ScenarioContext, layer: Partial<HookLayer<Counter, unknown>> = {}): Promise<void> {
   const sessionId = t.sessionId();
@@ -33,9 +33,7 @@ export const supersededAfterCompleteTrace: ExpectedTrace = {
     ...completesWithFinish(R2, 0, { messages: 5, tools: 2 }, 4, C2, 'second'),
     superseded(R1),
   ],
-  entries: [entered('execute', S1, R1), entered('execute', S1, R2)],
-  runs: [supersededRun(R1, S1), completedRun(R2, S1, 'start', { exitReason: 'finish_tool', output: { answer: 'second' }, steps: 1, state: INITIAL })],
-  sessions: [storedSession(S1, R2, INITIAL, [row.user('go'), ...finishRows(C1, 'first'), row.user('again'), ...finishRows(C2, 'second')])],
+  ...supersededByFinishingRun('second', [row.user('go'), ...finishRows(C1, 'first'), row.user('again'), ...finishRows(C2, 'second')]),
 };
 
 /** The rows of the lifecycle table: completes, fails after start, terminal commit fails, superseded, superseded after complete, fails at entry. */
@@ -48,8 +46,7 @@ export const lifecycleScenarios: readonly RuntimeScenario[] = inTopic('lifecycle
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'count to two'),
-        ...callsTools(R1, 0, { messages: 2, tools: 2 }, 1, toolCall(C1, 'increment', { by: 2 })),
-        ...incrementCall(R1, 0, C1, { by: 2 }, { count: 2, log: ['+2'] }, 2),
+        ...incrementStep(R1, 0, { messages: 2, tools: 2 }, 1, C1, { by: 2 }, { count: 2, log: ['+2'] }),
         ...completesWithFinish(R1, 1, { messages: 4, tools: 2 }, 3, C2, 'two', { increment: 1 }),
       ],
       ...soleRunCompleted({ exitReason: 'finish_tool', output: { answer: 'two' }, steps: 2, state: { count: 2, log: ['+2'] } }, [row.user('count to two'), ...callRows(toolCall(C1, 'increment', { by: 2 }), { by: 2 }), ...finishRows(C2, 'two')]),
@@ -62,11 +59,8 @@ export const lifecycleScenarios: readonly RuntimeScenario[] = inTopic('lifecycle
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
-        ...callsTools(R1, 0, { messages: 2, tools: 2 }, 1, toolCall(C1, 'increment', { by: 1 })),
-        ...incrementCall(R1, 0, C1, { by: 1 }, { count: 1, log: ['+1'] }, 2),
-        at(R1, 1).beforeLLM(4, 2),
-        at(R1, 1).afterLLM('fail', 'provider_auth'),
-        fail(R1, 1, 'provider_auth', false),
+        ...incrementStep(R1, 0, { messages: 2, tools: 2 }, 1, C1, { by: 1 }, { count: 1, log: ['+1'] }),
+        ...failsInModelCall(R1, 1, { messages: 4, tools: 2 }, 'provider_auth', false),
       ],
       ...soleRunFailed('provider_auth', 1, { count: 1, log: ['+1'] }, [row.user('go'), ...callRows(toolCall(C1, 'increment', { by: 1 }), { by: 1 })]),
     },
@@ -77,11 +71,7 @@ export const lifecycleScenarios: readonly RuntimeScenario[] = inTopic('lifecycle
       'a completing run whose terminal commit fails fires onAgentComplete, then onAgentFail, and ends failed; the complete hook\'s writes are never persisted (rules 43, 44, 45)',
     needs: ['storeFaults'],
     async run(t) {
-      const a = agent(t, {
-        output: true,
-        steps: [finish('done')],
-        layers: [{ hooks: { onAgentComplete: (_p, ctx) => ctx.updateState((d) => void d.log.push('complete-write')) } }],
-      });
+      const a = agent(t, { output: true, steps: [finish('done')], layers: [{ hooks: { onAgentComplete: logs('complete-write') } }] });
       t.faults().inject('terminal_commit');
       await t.result(await t.execute(a, 'go', { sessionId: t.sessionId() }));
     },
@@ -100,29 +90,19 @@ export const lifecycleScenarios: readonly RuntimeScenario[] = inTopic('lifecycle
     description:
       'a run superseded by a newer execute() on its session fires onAgentSuperseded only (no complete, no fail) and persists nothing more; the newer run drives the session (rules 46, 47, 48, 49)',
     async run(t) {
-      const slow = gatedTool(t, (d) => void (d.count = 99));
-      const sessionId = t.sessionId();
-      const first = agent(t, { output: true, tools: [slow.tool], steps: [calls(['slow', {}]), finish('a', 'finish-a')] });
-      const second = agent(t, { output: true, steps: [finish('b', 'finish-b')] });
-      const a = await t.execute(first, 'first', { sessionId });
-      await slow.started.wait();
-      await t.result(await t.execute(second, 'second', { sessionId }));
-      slow.gate.resolve();
-      await t.result(a);
+      const slow = gatedTool(t, { write: (d) => void (d.count = 99) });
+      await newerExecuteWhileGated(t, { output: true, tools: [slow.tool], steps: [calls(['slow', {}]), finish('a', 'finish-a')] }, slow);
     },
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'first'),
-        ...callsTools(R1, 0, { messages: 2, tools: 2 }, 1, toolCall(C1, 'slow', {})),
-        at(R1, 0).beforeTool(C1, 'slow', {}),
+        ...startsCalls(R1, 0, { messages: 2, tools: 2 }, 1, toolCall(C1, 'slow', {})),
         ...newTurn(R2, 1, 'second'),
         ...completesWithFinish(R2, 0, { messages: 3, tools: 2 }, 2, C2, 'b'),
         ...callSucceeds(R1, 0, toolCall(C1, 'slow', {}), [{ count: 99, log: [] }], 2, 'late'),
         superseded(R1),
       ],
-      entries: [entered('execute', S1, R1), entered('execute', S1, R2)],
-      runs: [supersededRun(R1, S1), completedRun(R2, S1, 'start', { exitReason: 'finish_tool', output: { answer: 'b' }, steps: 1, state: INITIAL })],
-      sessions: [storedSession(S1, R2, INITIAL, [row.user('first'), row.user('second'), ...finishRows(C2, 'b')])],
+      ...supersededByFinishingRun('b', [row.user('first'), row.user('second'), ...finishRows(C2, 'b')]),
     },
   },
   {

@@ -1,8 +1,8 @@
 // Model calls and limits: retried attempts fire both LLM hooks each, exhausted retries fail the run,
 // and maxSteps fails a run with an outputSchema but completes one without.
-import { at, C1, C2, complete, fail, R1, row, S1, storedSession, toolCall } from '../expect.js';
+import { at, C1, C2, complete, fail, R1, row, toolCall } from '../expect.js';
 import { calls, executeOnce, INITIAL, inTopic, text } from '../fixtures.js';
-import { callRows, callsTools, completedRun, entered, failedRun, incrementCall, newTurn, soleRunCompleted, soleRunFailed } from '../fragments.js';
+import { callRows, incrementCall, incrementStep, modelAttempt, modelCall, newTurn, soleRunCompleted, soleRunFailed } from '../fragments.js';
 import type { RuntimeScenario } from '../scenario.js';
 
 /** Model-call attempts and the step limit. */
@@ -15,10 +15,8 @@ export const modelCallScenarios: readonly RuntimeScenario[] = inTopic('model cal
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
-        at(R1, 0).beforeLLM(2, 1, 1),
-        at(R1, 0).afterLLM('retry', 'provider_server_error', 1),
-        at(R1, 0).beforeLLM(2, 1, 2),
-        at(R1, 0).afterLLM('text', undefined, 2),
+        ...modelAttempt(R1, 0, { messages: 2, tools: 1 }, 1, 'retry', 'provider_server_error'),
+        ...modelAttempt(R1, 0, { messages: 2, tools: 1 }, 2, 'text'),
         at(R1, 0).message(1, row.assistant('second try')),
         at(R1, 0).exit('text', 1),
         complete(R1, 1, 'text', 'second try'),
@@ -33,10 +31,8 @@ export const modelCallScenarios: readonly RuntimeScenario[] = inTopic('model cal
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
-        at(R1, 0).beforeLLM(2, 1, 1),
-        at(R1, 0).afterLLM('retry', 'provider_server_error', 1),
-        at(R1, 0).beforeLLM(2, 1, 2),
-        at(R1, 0).afterLLM('fail', 'provider_server_error', 2),
+        ...modelAttempt(R1, 0, { messages: 2, tools: 1 }, 1, 'retry', 'provider_server_error'),
+        ...modelAttempt(R1, 0, { messages: 2, tools: 1 }, 2, 'fail', 'provider_server_error'),
         fail(R1, 0, 'provider_server_error', true),
       ],
       ...soleRunFailed('provider_server_error', 0, INITIAL, [row.user('go')]),
@@ -49,21 +45,11 @@ export const modelCallScenarios: readonly RuntimeScenario[] = inTopic('model cal
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
-        ...callsTools(R1, 0, { messages: 2, tools: 2 }, 1, toolCall(C1, 'increment', { by: 1 })),
-        ...incrementCall(R1, 0, C1, { by: 1 }, { count: 1, log: ['+1'] }, 2),
-        ...callsTools(R1, 1, { messages: 4, tools: 2 }, 3, toolCall(C2, 'increment', { by: 1 })),
-        ...incrementCall(R1, 1, C2, { by: 1 }, { count: 2, log: ['+1', '+1'] }, 4),
+        ...incrementStep(R1, 0, { messages: 2, tools: 2 }, 1, C1, { by: 1 }, { count: 1, log: ['+1'] }),
+        ...incrementStep(R1, 1, { messages: 4, tools: 2 }, 3, C2, { by: 1 }, { count: 2, log: ['+1', '+1'] }),
         fail(R1, 2, 'run_max_steps', false),
       ],
-      entries: [entered('execute', S1, R1)],
-      runs: [failedRun(R1, S1, 'start', 'run_max_steps', 2, { count: 2, log: ['+1', '+1'] })],
-      sessions: [
-        storedSession(S1, R1, { count: 2, log: ['+1', '+1'] }, [
-          row.user('go'),
-          ...callRows(toolCall(C1, 'increment', { by: 1 }), { by: 1 }),
-          ...callRows(toolCall(C2, 'increment', { by: 1 }), { by: 1 }),
-        ]),
-      ],
+      ...soleRunFailed('run_max_steps', 2, { count: 2, log: ['+1', '+1'] }, [row.user('go'), ...callRows(toolCall(C1, 'increment', { by: 1 }), { by: 1 }), ...callRows(toolCall(C2, 'increment', { by: 1 }), { by: 1 })]),
     },
   },
   {
@@ -76,27 +62,21 @@ export const modelCallScenarios: readonly RuntimeScenario[] = inTopic('model cal
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
-        at(R1, 0).beforeLLM(2, 1),
-        at(R1, 0).afterLLM('tool_calls'),
+        ...modelCall(R1, 0, { messages: 2, tools: 1 }, 'tool_calls'),
         at(R1, 0).message(1, row.assistant('still working', toolCall(C1, 'increment', { by: 1 }))),
         ...incrementCall(R1, 0, C1, { by: 1 }, { count: 1, log: ['+1'] }, 2),
-        at(R1, 1).beforeLLM(4, 1),
-        at(R1, 1).afterLLM('tool_calls'),
+        ...modelCall(R1, 1, { messages: 4, tools: 1 }, 'tool_calls'),
         at(R1, 1).message(3, row.assistant('still working', toolCall(C2, 'increment', { by: 1 }))),
         ...incrementCall(R1, 1, C2, { by: 1 }, { count: 2, log: ['+1', '+1'] }, 4),
         complete(R1, 2, 'max_steps', 'still working'),
       ],
-      entries: [entered('execute', S1, R1)],
-      runs: [completedRun(R1, S1, 'start', { exitReason: 'max_steps', output: 'still working', steps: 2, state: { count: 2, log: ['+1', '+1'] } })],
-      sessions: [
-        storedSession(S1, R1, { count: 2, log: ['+1', '+1'] }, [
-          row.user('go'),
-          row.assistant('still working', toolCall(C1, 'increment', { by: 1 })),
-          row.tool(C1, 'increment', { by: 1 }),
-          row.assistant('still working', toolCall(C2, 'increment', { by: 1 })),
-          row.tool(C2, 'increment', { by: 1 }),
-        ]),
-      ],
+      ...soleRunCompleted({ exitReason: 'max_steps', output: 'still working', steps: 2, state: { count: 2, log: ['+1', '+1'] } }, [
+        row.user('go'),
+        row.assistant('still working', toolCall(C1, 'increment', { by: 1 })),
+        row.tool(C1, 'increment', { by: 1 }),
+        row.assistant('still working', toolCall(C2, 'increment', { by: 1 })),
+        row.tool(C2, 'increment', { by: 1 }),
+      ]),
     },
   },
 ]);

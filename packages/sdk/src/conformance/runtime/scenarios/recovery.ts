@@ -3,9 +3,10 @@
 import type { ScenarioContext } from '../context.js';
 import type { CrashPoint } from '../factory.js';
 import { at, C1, C2, C3, R1, row, S1, storedSession, toolCall } from '../expect.js';
-import { agent, calls, finish, INITIAL, inTopic, type ScenarioAgentOptions } from '../fixtures.js';
-import { callRows, callsTools, completedRun, completesWithFinish, entered, finishRows, incrementCall, newTurn, owedStartWork } from '../fragments.js';
+import { agent, calls, finish, INITIAL, inTopic, logs, type ScenarioAgentOptions } from '../fixtures.js';
+import { callRows, completedRun, completesWithFinish, type Completion, entered, finishRows, incrementStep, newTurn, owedStartWork, type ScenarioEnd } from '../fragments.js';
 import type { RuntimeScenario } from '../scenario.js';
+import type { TraceMessage } from '../trace.js';
 
 /**
  * Executes the agent built from `options` with input 'go' on a new session in a doomed process that
@@ -21,6 +22,11 @@ async function recoverAfterCrash(t: ScenarioContext, dieAt: CrashPoint, options:
   if (handle) await t.result(handle);
 }
 
+/** The end of a recovery scenario: R1, executed on S1 and recovered, completed with `c`; the session holds `c.state` and `transcript`. */
+function recoveredAndCompleted(c: Completion, transcript: readonly TraceMessage[]): ScenarioEnd {
+  return { entries: [entered('execute', S1, R1), entered('recover', S1, R1)], runs: [completedRun(R1, S1, 'start', c)], sessions: [storedSession(S1, R1, c.state, transcript)] };
+}
+
 /** Runs continued by recover() after their process died (capability crashRecovery). */
 export const recoveryScenarios: readonly RuntimeScenario[] = inTopic('recovery', [
   {
@@ -31,9 +37,7 @@ export const recoveryScenarios: readonly RuntimeScenario[] = inTopic('recovery',
     run: (t) => recoverAfterCrash(t, 'turn_start', { output: true, steps: [finish('done')] }),
     expected: {
       hooks: [...newTurn(R1, 0, 'go'), ...owedStartWork(R1, 0, 'go'), ...completesWithFinish(R1, 0, { messages: 2, tools: 2 }, 1, C1, 'done')],
-      entries: [entered('execute', S1, R1), entered('recover', S1, R1)],
-      runs: [completedRun(R1, S1, 'start', { exitReason: 'finish_tool', output: { answer: 'done' }, steps: 1, state: INITIAL })],
-      sessions: [storedSession(S1, R1, INITIAL, [row.user('go'), ...finishRows(C1, 'done')])],
+      ...recoveredAndCompleted({ exitReason: 'finish_tool', output: { answer: 'done' }, steps: 1, state: INITIAL }, [row.user('go'), ...finishRows(C1, 'done')]),
     },
   },
   {
@@ -45,15 +49,11 @@ export const recoveryScenarios: readonly RuntimeScenario[] = inTopic('recovery',
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
-        ...callsTools(R1, 0, { messages: 2, tools: 2 }, 1, toolCall(C1, 'increment', { by: 1 })),
-        ...incrementCall(R1, 0, C1, { by: 1 }, { count: 1, log: ['+1'] }, 2),
-        ...callsTools(R1, 0, { messages: 2, tools: 2 }, 1, toolCall(C2, 'increment', { by: 1 })),
-        ...incrementCall(R1, 0, C2, { by: 1 }, { count: 1, log: ['+1'] }, 2),
+        ...incrementStep(R1, 0, { messages: 2, tools: 2 }, 1, C1, { by: 1 }, { count: 1, log: ['+1'] }),
+        ...incrementStep(R1, 0, { messages: 2, tools: 2 }, 1, C2, { by: 1 }, { count: 1, log: ['+1'] }),
         ...completesWithFinish(R1, 1, { messages: 4, tools: 2 }, 3, C3, 'done', { increment: 1 }),
       ],
-      entries: [entered('execute', S1, R1), entered('recover', S1, R1)],
-      runs: [completedRun(R1, S1, 'start', { exitReason: 'finish_tool', output: { answer: 'done' }, steps: 2, state: { count: 1, log: ['+1'] } })],
-      sessions: [storedSession(S1, R1, { count: 1, log: ['+1'] }, [row.user('go'), ...callRows(toolCall(C2, 'increment', { by: 1 }), { by: 1 }), ...finishRows(C3, 'done')])],
+      ...recoveredAndCompleted({ exitReason: 'finish_tool', output: { answer: 'done' }, steps: 2, state: { count: 1, log: ['+1'] } }, [row.user('go'), ...callRows(toolCall(C2, 'increment', { by: 1 }), { by: 1 }), ...finishRows(C3, 'done')]),
     },
   },
   {
@@ -61,12 +61,10 @@ export const recoveryScenarios: readonly RuntimeScenario[] = inTopic('recovery',
     description:
       'a process that died after onAgentComplete and before its terminal commit: the recovered run replays the hook\'s recorded outcome (its writes included) instead of firing it again, then commits (rules 13, 36, 39)',
     needs: ['crashRecovery'],
-    run: (t) => recoverAfterCrash(t, 'terminal', { output: true, steps: [finish('done')], layers: [{ hooks: { onAgentComplete: (_p, ctx) => ctx.updateState((d) => void d.log.push('complete')) } }] }),
+    run: (t) => recoverAfterCrash(t, 'terminal', { output: true, steps: [finish('done')], layers: [{ hooks: { onAgentComplete: logs('complete') } }] }),
     expected: {
       hooks: [...newTurn(R1, 0, 'go'), ...completesWithFinish(R1, 0, { messages: 2, tools: 2 }, 1, C1, 'done'), at(R1, 1).state('hook', { count: 0, log: ['complete'] })],
-      entries: [entered('execute', S1, R1), entered('recover', S1, R1)],
-      runs: [completedRun(R1, S1, 'start', { exitReason: 'finish_tool', output: { answer: 'done' }, steps: 1, state: { count: 0, log: ['complete'] } })],
-      sessions: [storedSession(S1, R1, { count: 0, log: ['complete'] }, [row.user('go'), ...finishRows(C1, 'done')])],
+      ...recoveredAndCompleted({ exitReason: 'finish_tool', output: { answer: 'done' }, steps: 1, state: { count: 0, log: ['complete'] } }, [row.user('go'), ...finishRows(C1, 'done')]),
     },
   },
 ]);

@@ -3,9 +3,9 @@
 import type { RetryOptions } from '../../../runtime/agent-runtime.js';
 import type { ScriptedStep } from '../../../testing/scripted-model.js';
 import type { ScenarioContext } from '../context.js';
-import { at, C1, fail, R1, R2, R3, row, S1, storedSession, toolCall } from '../expect.js';
-import { agent, calls, INITIAL, inTopic, text } from '../fixtures.js';
-import { callRows, callsTools, completedRun, completesWithText, entered, failedRun, incrementCall, interruptedRun, newTurn, owedStartWork, refused } from '../fragments.js';
+import { at, C1, R1, R2, R3, row, S1, storedSession, toolCall } from '../expect.js';
+import { agent, calls, executeThen, INITIAL, inTopic, logs, resumeFromFirstStep, text } from '../fixtures.js';
+import { callRows, completedRun, completesWithText, entered, failedRun, failsInModelCall, incrementStep, interruptedRun, newTurn, owedStartWork, refused, retryCompletedWithText } from '../fragments.js';
 import type { RuntimeScenario } from '../scenario.js';
 import type { TraceEvent } from '../trace.js';
 
@@ -13,21 +13,15 @@ import type { TraceEvent } from '../trace.js';
  * Executes, on 'go' in a new session, an agent whose model calls increment(by 1), then fails with
  * provider_auth (401), then replies `reply`; then retries the session with `options`.
  */
-async function failThenRetry(t: ScenarioContext, reply: string, options?: RetryOptions): Promise<void> {
-  const sessionId = t.sessionId();
-  const a = agent(t, { steps: [calls(['increment', { by: 1 }]), { error: { status: 401 } }, text(reply)] });
-  await t.result(await t.execute(a, 'go', { sessionId }));
-  await t.result(await t.retry(sessionId, options));
+function failThenRetry(t: ScenarioContext, reply: string, options?: RetryOptions): Promise<void> {
+  return executeThen(t, { steps: [calls(['increment', { by: 1 }]), { error: { status: 401 } }, text(reply)] }, 'go', (sessionId) => t.retry(sessionId, options));
 }
 
 /** R1 of {@link failThenRetry}: an increment step, then a provider_auth failure at step 1. */
 const failsAtSecondStep: readonly TraceEvent[] = [
   ...newTurn(R1, 0, 'go'),
-  ...callsTools(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'increment', { by: 1 })),
-  ...incrementCall(R1, 0, C1, { by: 1 }, { count: 1, log: ['+1'] }, 2),
-  at(R1, 1).beforeLLM(4, 1),
-  at(R1, 1).afterLLM('fail', 'provider_auth'),
-  fail(R1, 1, 'provider_auth', false),
+  ...incrementStep(R1, 0, { messages: 2, tools: 1 }, 1, C1, { by: 1 }, { count: 1, log: ['+1'] }),
+  ...failsInModelCall(R1, 1, { messages: 4, tools: 1 }, 'provider_auth', false),
 ];
 /** R1 of {@link failThenRetry} as stored: failed with provider_auth after its first step. */
 const failedR1 = failedRun(R1, S1, 'start', 'provider_auth', 1, { count: 1, log: ['+1'] });
@@ -42,9 +36,7 @@ export const retryScenarios: readonly RuntimeScenario[] = inTopic('retry and rew
     run: (t) => failThenRetry(t, 'retried'),
     expected: {
       hooks: [...failsAtSecondStep, at(R2, 0).retry(R1, true, false), ...completesWithText(R2, 0, { messages: 4, tools: 1 }, 3, 'retried')],
-      entries: [entered('execute', S1, R1), entered('retry', S1, R2)],
-      runs: [failedR1, completedRun(R2, S1, 'retry', { exitReason: 'text', output: 'retried', steps: 1, state: { count: 1, log: ['+1'] } })],
-      sessions: [storedSession(S1, R2, { count: 1, log: ['+1'] }, [...firstStepRows, row.assistant('retried')])],
+      ...retryCompletedWithText(failedR1, 'retried', { count: 1, log: ['+1'] }, [...firstStepRows, row.assistant('retried')]),
     },
   },
   {
@@ -53,9 +45,7 @@ export const retryScenarios: readonly RuntimeScenario[] = inTopic('retry and rew
     run: (t) => failThenRetry(t, 'retried', { message: 'try harder' }),
     expected: {
       hooks: [...failsAtSecondStep, at(R2, 0).retry(R1, true, true), at(R2, 0).message(3, row.user('try harder')), ...completesWithText(R2, 0, { messages: 5, tools: 1 }, 4, 'retried')],
-      entries: [entered('execute', S1, R1), entered('retry', S1, R2)],
-      runs: [failedR1, completedRun(R2, S1, 'retry', { exitReason: 'text', output: 'retried', steps: 1, state: { count: 1, log: ['+1'] } })],
-      sessions: [storedSession(S1, R2, { count: 1, log: ['+1'] }, [...firstStepRows, row.user('try harder'), row.assistant('retried')])],
+      ...retryCompletedWithText(failedR1, 'retried', { count: 1, log: ['+1'] }, [...firstStepRows, row.user('try harder'), row.assistant('retried')]),
     },
   },
   {
@@ -64,9 +54,7 @@ export const retryScenarios: readonly RuntimeScenario[] = inTopic('retry and rew
     run: (t) => failThenRetry(t, 'from scratch', { checkpointId: 'genesis' }),
     expected: {
       hooks: [...failsAtSecondStep, at(R2, 0).retry(R1, false, false), ...owedStartWork(R2, 0, 'go'), ...completesWithText(R2, 0, { messages: 2, tools: 1 }, 1, 'from scratch')],
-      entries: [entered('execute', S1, R1), entered('retry', S1, R2)],
-      runs: [failedR1, completedRun(R2, S1, 'retry', { exitReason: 'text', output: 'from scratch', steps: 1, state: INITIAL })],
-      sessions: [storedSession(S1, R2, INITIAL, [row.user('go'), row.assistant('from scratch')])],
+      ...retryCompletedWithText(failedR1, 'from scratch', INITIAL, [row.user('go'), row.assistant('from scratch')]),
     },
   },
   {
@@ -78,25 +66,18 @@ export const retryScenarios: readonly RuntimeScenario[] = inTopic('retry and rew
         void t.runtime.stop(sessionId);
         return { text: 'never', delayMs: 10_000 };
       };
-      const a = agent(t, { steps: [stops, text('resumed work')], layers: [{ hooks: { onAgentStart: (_p, ctx) => ctx.updateState((d) => void d.log.push('started')) } }] });
+      const a = agent(t, { steps: [stops, text('resumed work')], layers: [{ hooks: { onAgentStart: logs('started') } }] });
       await t.result(await t.execute(a, 'go', { sessionId }));
       await t.result(await t.retry(sessionId));
     },
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go', [{ count: 0, log: ['started'] }]),
-        at(R1, 0).beforeLLM(2, 1),
-        at(R1, 0).afterLLM('fail', 'run_interrupted'),
-        fail(R1, 0, 'run_interrupted', true),
+        ...failsInModelCall(R1, 0, { messages: 2, tools: 1 }, 'run_interrupted', true),
         at(R2, 0).retry(R1, true, false),
         ...completesWithText(R2, 0, { messages: 2, tools: 1 }, 1, 'resumed work'),
       ],
-      entries: [entered('execute', S1, R1), entered('retry', S1, R2)],
-      runs: [
-        interruptedRun(R1, S1, 'start', 0, { count: 0, log: ['started'] }),
-        completedRun(R2, S1, 'retry', { exitReason: 'text', output: 'resumed work', steps: 1, state: { count: 0, log: ['started'] } }),
-      ],
-      sessions: [storedSession(S1, R2, { count: 0, log: ['started'] }, [row.user('go'), row.assistant('resumed work')])],
+      ...retryCompletedWithText(interruptedRun(R1, S1, 'start', 0, { count: 0, log: ['started'] }), 'resumed work', { count: 0, log: ['started'] }, [row.user('go'), row.assistant('resumed work')]),
     },
   },
   {
@@ -108,15 +89,12 @@ export const retryScenarios: readonly RuntimeScenario[] = inTopic('retry and rew
       const a = agent(t, { steps: [calls(['increment', { by: 1 }]), text('one'), text('two'), text('rewound')] });
       await t.result(await t.execute(a, 'first', { sessionId }));
       await t.result(await t.send(sessionId, 'second'));
-      const firstStep = (await t.runtime.listCheckpoints(sessionId)).find((c) => c.kind === 'step');
-      if (!firstStep) throw new Error('no step checkpoint');
-      await t.result(await t.resume(sessionId, { mode: 'from_checkpoint', checkpointId: firstStep.checkpointId }));
+      await t.result(await resumeFromFirstStep(t, sessionId));
     },
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'first'),
-        ...callsTools(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'increment', { by: 1 })),
-        ...incrementCall(R1, 0, C1, { by: 1 }, { count: 1, log: ['+1'] }, 2),
+        ...incrementStep(R1, 0, { messages: 2, tools: 1 }, 1, C1, { by: 1 }, { count: 1, log: ['+1'] }),
         ...completesWithText(R1, 1, { messages: 4, tools: 1 }, 3, 'one', { increment: 1 }),
         ...newTurn(R2, 4, 'second'),
         ...completesWithText(R2, 0, { messages: 6, tools: 1 }, 5, 'two'),

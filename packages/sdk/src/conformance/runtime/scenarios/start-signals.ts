@@ -1,26 +1,9 @@
 // The start-signal table of the spec: every run fires exactly one start signal, chosen by how it began,
 // and a turn's start work (onAgentStart and the initial onMessage) runs once per turn.
 import { at, C1, C2, fail, R1, R2, row, S1, storedSession, toolCall } from '../expect.js';
-import { agent, askTool, calls, deleteTool, executeOnce, incrementTool, INITIAL, inTopic, pendingCallIds, text } from '../fixtures.js';
-import { callErrorRows, callRows, callsAndSuspends, callsTools, completedRun, completesWithText, entered, failedRun, incrementCall, newTurn, owedStartWork, resumesWithResult, soleRunCompleted, suspendedRun } from '../fragments.js';
+import { askTool, calls, deleteTool, executeOnce, executeThen, incrementTool, INITIAL, inTopic, pendingCallIds, resumeFromFirstStep, text, throwsFirstTime } from '../fixtures.js';
+import { approvedRemoveTrace, callErrorRows, callRows, callsAndSuspends, completedRun, completesWithText, entered, failedRun, incrementStep, newTurn, owedStartWork, resumesWithResult, retryCompletedWithText, soleRunCompleted, suspendedRun } from '../fragments.js';
 import type { RuntimeScenario } from '../scenario.js';
-import type { ExpectedTrace } from '../trace.js';
-
-/**
- * The trace of start/with-confirmation-resume: a turn 'delete it' suspends on remove(/tmp/a), one
- * approval resumes it (the call runs, no second beforeTool) and the model then says 'done'.
- */
-export const approvedOnceTrace: ExpectedTrace = {
-  hooks: [
-    ...newTurn(R1, 0, 'delete it'),
-    ...callsAndSuspends(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'remove', { path: '/tmp/a' })),
-    ...resumesWithResult(R2, R1, toolCall(C1, 'remove', { path: '/tmp/a' }), [{ count: 0, log: ['deleted /tmp/a'] }], 2, { removed: '/tmp/a' }),
-    ...completesWithText(R2, 0, { messages: 4, tools: 1 }, 3, 'done', { remove: 1 }),
-  ],
-  entries: [entered('execute', S1, R1), entered('approve', S1, R2)],
-  runs: [suspendedRun(R1, S1, 'start', 1, INITIAL), completedRun(R2, S1, 'resumed', { exitReason: 'text', output: 'done', steps: 1, state: { count: 0, log: ['deleted /tmp/a'] } })],
-  sessions: [storedSession(S1, R2, { count: 0, log: ['deleted /tmp/a'] }, [row.user('delete it'), ...callRows(toolCall(C1, 'remove', { path: '/tmp/a' }), { removed: '/tmp/a' }), row.assistant('done')])],
-};
 
 /** The rows of the start-signal table, and the start work a run owes. */
 export const startSignalScenarios: readonly RuntimeScenario[] = inTopic('start signals', [
@@ -36,12 +19,7 @@ export const startSignalScenarios: readonly RuntimeScenario[] = inTopic('start s
   {
     name: 'start/send',
     description: 'a chat send is a new turn: onAgentStart(true) again, its input appended after the committed conversation (rule 16)',
-    async run(t) {
-      const sessionId = t.sessionId();
-      const a = agent(t, { steps: [text('one'), text('two')] });
-      await t.result(await t.execute(a, 'first', { sessionId }));
-      await t.result(await t.send(sessionId, 'second'));
-    },
+    run: (t) => executeThen(t, { steps: [text('one'), text('two')] }, 'first', (sessionId) => t.send(sessionId, 'second')),
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'first'),
@@ -50,10 +28,7 @@ export const startSignalScenarios: readonly RuntimeScenario[] = inTopic('start s
         ...completesWithText(R2, 0, { messages: 4, tools: 1 }, 3, 'two'),
       ],
       entries: [entered('execute', S1, R1), entered('send', S1, R2)],
-      runs: [
-        completedRun(R1, S1, 'start', { exitReason: 'text', output: 'one', steps: 1, state: INITIAL }),
-        completedRun(R2, S1, 'start', { exitReason: 'text', output: 'two', steps: 1, state: INITIAL }),
-      ],
+      runs: [completedRun(R1, S1, 'start', { exitReason: 'text', output: 'one', steps: 1, state: INITIAL }), completedRun(R2, S1, 'start', { exitReason: 'text', output: 'two', steps: 1, state: INITIAL })],
       sessions: [storedSession(S1, R2, INITIAL, [row.user('first'), row.assistant('one'), row.user('second'), row.assistant('two')])],
     },
   },
@@ -61,12 +36,7 @@ export const startSignalScenarios: readonly RuntimeScenario[] = inTopic('start s
     name: 'start/with-message-resume',
     description:
       'a with_message resume of a suspended session is a new turn: onAgentStart(true); the calls the suspended run waited on are cancelled by rows that are part of the turn input (rules 16, 91)',
-    async run(t) {
-      const sessionId = t.sessionId();
-      const a = agent(t, { tools: [askTool], steps: [calls(['ask', { question: 'which?' }]), text('new turn')] });
-      await t.result(await t.execute(a, 'go', { sessionId }));
-      await t.result(await t.resume(sessionId, { mode: 'with_message', message: 'never mind' }));
-    },
+    run: (t) => executeThen(t, { tools: [askTool], steps: [calls(['ask', { question: 'which?' }]), text('new turn')] }, 'go', (sessionId) => t.resume(sessionId, { mode: 'with_message', message: 'never mind' })),
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
@@ -85,12 +55,7 @@ export const startSignalScenarios: readonly RuntimeScenario[] = inTopic('start s
     name: 'start/continue-resume',
     description:
       'a continue resume (a client tool result) fires onAgentResumed with previousRunId, no start work; the answer fires onMessage then afterTool (rules 17, 23, 101, 106, 107)',
-    async run(t) {
-      const sessionId = t.sessionId();
-      const a = agent(t, { tools: [askTool], steps: [calls(['ask', { question: 'which file?' }]), text('thanks')] });
-      const first = await t.result(await t.execute(a, 'clean up', { sessionId }));
-      await t.result(await t.submitToolResult(sessionId, pendingCallIds(first)[0], 'notes.txt'));
-    },
+    run: (t) => executeThen(t, { tools: [askTool], steps: [calls(['ask', { question: 'which file?' }]), text('thanks')] }, 'clean up', (sessionId, first) => t.submitToolResult(sessionId, pendingCallIds(first)[0], 'notes.txt')),
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'clean up'),
@@ -107,42 +72,25 @@ export const startSignalScenarios: readonly RuntimeScenario[] = inTopic('start s
     name: 'start/with-confirmation-resume',
     description:
       'a with_confirmation resume (an approval) fires onAgentResumed; the approved call then runs: onStateChange, onMessage, afterTool, without a second beforeTool (rules 17, 101, D3)',
-    async run(t) {
-      const sessionId = t.sessionId();
-      const a = agent(t, { tools: [deleteTool], steps: [calls(['remove', { path: '/tmp/a' }]), text('done')] });
-      const first = await t.result(await t.execute(a, 'delete it', { sessionId }));
-      await t.result(await t.approve(sessionId, pendingCallIds(first)[0]));
-    },
-    expected: approvedOnceTrace,
+    run: (t) => executeThen(t, { tools: [deleteTool], steps: [calls(['remove', { path: '/tmp/a' }]), text('done')] }, 'delete it', (sessionId, first) => t.approve(sessionId, pendingCallIds(first)[0])),
+    expected: approvedRemoveTrace({ input: 'delete it', path: '/tmp/a', reply: 'done' }),
   },
   {
     name: 'start/rewind-to-step',
     description:
       'a from_checkpoint rewind to a step of a turn whose start committed fires onAgentResumed (checkpoint given) and no start work; state and rows are restored (rules 17, 23, 106)',
-    async run(t) {
-      const sessionId = t.sessionId();
-      const a = agent(t, { tools: [incrementTool], steps: [calls(['increment', { by: 1 }]), calls(['increment', { by: 10 }]), text('first'), text('rewound')] });
-      await t.result(await t.execute(a, 'go', { sessionId }));
-      const checkpoint = (await t.runtime.listCheckpoints(sessionId)).find((c) => c.kind === 'step');
-      if (!checkpoint) throw new Error('no step checkpoint');
-      await t.result(await t.resume(sessionId, { mode: 'from_checkpoint', checkpointId: checkpoint.checkpointId }));
-    },
+    run: (t) => executeThen(t, { tools: [incrementTool], steps: [calls(['increment', { by: 1 }]), calls(['increment', { by: 10 }]), text('first'), text('rewound')] }, 'go', (sessionId) => resumeFromFirstStep(t, sessionId)),
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
-        ...callsTools(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'increment', { by: 1 })),
-        ...incrementCall(R1, 0, C1, { by: 1 }, { count: 1, log: ['+1'] }, 2),
-        ...callsTools(R1, 1, { messages: 4, tools: 1 }, 3, toolCall(C2, 'increment', { by: 10 })),
-        ...incrementCall(R1, 1, C2, { by: 10 }, { count: 11, log: ['+1', '+10'] }, 4),
+        ...incrementStep(R1, 0, { messages: 2, tools: 1 }, 1, C1, { by: 1 }, { count: 1, log: ['+1'] }),
+        ...incrementStep(R1, 1, { messages: 4, tools: 1 }, 3, C2, { by: 10 }, { count: 11, log: ['+1', '+10'] }),
         ...completesWithText(R1, 2, { messages: 6, tools: 1 }, 5, 'first', { increment: 2 }),
         at(R2, 0).resumed(R1, true),
         ...completesWithText(R2, 0, { messages: 4, tools: 1 }, 3, 'rewound'),
       ],
       entries: [entered('execute', S1, R1), entered('resume', S1, R2)],
-      runs: [
-        completedRun(R1, S1, 'start', { exitReason: 'text', output: 'first', steps: 3, state: { count: 11, log: ['+1', '+10'] } }),
-        completedRun(R2, S1, 'resumed', { exitReason: 'text', output: 'rewound', steps: 1, state: { count: 1, log: ['+1'] } }),
-      ],
+      runs: [completedRun(R1, S1, 'start', { exitReason: 'text', output: 'first', steps: 3, state: { count: 11, log: ['+1', '+10'] } }), completedRun(R2, S1, 'resumed', { exitReason: 'text', output: 'rewound', steps: 1, state: { count: 1, log: ['+1'] } })],
       sessions: [storedSession(S1, R2, { count: 1, log: ['+1'] }, [row.user('go'), ...callRows(toolCall(C1, 'increment', { by: 1 }), { by: 1 }), row.assistant('rewound')])],
     },
   },
@@ -150,12 +98,7 @@ export const startSignalScenarios: readonly RuntimeScenario[] = inTopic('start s
     name: 'start/rewind-to-genesis',
     description:
       'a rewind before the turn\'s start commit owes the start work: onAgentResumed, then onAgentStart(startSignal false), and onMessage re-fires for the turn input (rules 21, 22, 27)',
-    async run(t) {
-      const sessionId = t.sessionId();
-      const a = agent(t, { steps: [text('a'), text('b')] });
-      await t.result(await t.execute(a, 'the input', { sessionId }));
-      await t.result(await t.resume(sessionId, { mode: 'from_checkpoint', checkpointId: 'genesis' }));
-    },
+    run: (t) => executeThen(t, { steps: [text('a'), text('b')] }, 'the input', (sessionId) => t.resume(sessionId, { mode: 'from_checkpoint', checkpointId: 'genesis' })),
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'the input'),
@@ -165,10 +108,7 @@ export const startSignalScenarios: readonly RuntimeScenario[] = inTopic('start s
         ...completesWithText(R2, 0, { messages: 2, tools: 1 }, 1, 'b'),
       ],
       entries: [entered('execute', S1, R1), entered('resume', S1, R2)],
-      runs: [
-        completedRun(R1, S1, 'start', { exitReason: 'text', output: 'a', steps: 1, state: INITIAL }),
-        completedRun(R2, S1, 'resumed', { exitReason: 'text', output: 'b', steps: 1, state: INITIAL }),
-      ],
+      runs: [completedRun(R1, S1, 'start', { exitReason: 'text', output: 'a', steps: 1, state: INITIAL }), completedRun(R2, S1, 'resumed', { exitReason: 'text', output: 'b', steps: 1, state: INITIAL })],
       sessions: [storedSession(S1, R2, INITIAL, [row.user('the input'), row.assistant('b')])],
     },
   },
@@ -176,24 +116,7 @@ export const startSignalScenarios: readonly RuntimeScenario[] = inTopic('start s
     name: 'start/retry-owes-start-work',
     description:
       'a retry of a run that failed in onAgentStart restores genesis: onAgentRetry, then onAgentStart(startSignal false) and onMessage for the turn input, then the retry message (rules 18, 21, 22, 26, 113, 114)',
-    async run(t) {
-      const sessionId = t.sessionId();
-      let starts = 0;
-      const a = agent(t, {
-        steps: [text('after retry')],
-        layers: [
-          {
-            hooks: {
-              onAgentStart: () => {
-                if (starts++ === 0) throw new Error('the first start fails');
-              },
-            },
-          },
-        ],
-      });
-      await t.result(await t.execute(a, 'go', { sessionId }));
-      await t.result(await t.retry(sessionId, { message: 'please try again' }));
-    },
+    run: (t) => executeThen(t, { steps: [text('after retry')], layers: [{ hooks: { onAgentStart: throwsFirstTime('the first start fails') } }] }, 'go', (sessionId) => t.retry(sessionId, { message: 'please try again' })),
     expected: {
       hooks: [
         at(R1, 0).start('go'),
@@ -203,33 +126,14 @@ export const startSignalScenarios: readonly RuntimeScenario[] = inTopic('start s
         at(R2, 0).message(1, row.user('please try again')),
         ...completesWithText(R2, 0, { messages: 3, tools: 1 }, 2, 'after retry'),
       ],
-      entries: [entered('execute', S1, R1), entered('retry', S1, R2)],
-      runs: [failedRun(R1, S1, 'start', 'hook_failed', 0, INITIAL), completedRun(R2, S1, 'retry', { exitReason: 'text', output: 'after retry', steps: 1, state: INITIAL })],
-      sessions: [storedSession(S1, R2, INITIAL, [row.user('go'), row.user('please try again'), row.assistant('after retry')])],
+      ...retryCompletedWithText(failedRun(R1, S1, 'start', 'hook_failed', 0, INITIAL), 'after retry', INITIAL, [row.user('go'), row.user('please try again'), row.assistant('after retry')]),
     },
   },
   {
     name: 'start/retry-owes-start-work-without-message',
     description:
       'a retry that owes the start work and brings no message still re-fires onMessage for the turn input (rules 22, 113); hasMessage is false',
-    async run(t) {
-      const sessionId = t.sessionId();
-      let messages = 0;
-      const a = agent(t, {
-        steps: [text('ok')],
-        layers: [
-          {
-            hooks: {
-              onMessage: () => {
-                if (messages++ === 0) throw new Error('the first input message is refused');
-              },
-            },
-          },
-        ],
-      });
-      await t.result(await t.execute(a, 'go', { sessionId }));
-      await t.result(await t.retry(sessionId));
-    },
+    run: (t) => executeThen(t, { steps: [text('ok')], layers: [{ hooks: { onMessage: throwsFirstTime('the first input message is refused') } }] }, 'go', (sessionId) => t.retry(sessionId)),
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
@@ -238,9 +142,7 @@ export const startSignalScenarios: readonly RuntimeScenario[] = inTopic('start s
         ...owedStartWork(R2, 0, 'go'),
         ...completesWithText(R2, 0, { messages: 2, tools: 1 }, 1, 'ok'),
       ],
-      entries: [entered('execute', S1, R1), entered('retry', S1, R2)],
-      runs: [failedRun(R1, S1, 'start', 'hook_failed', 0, INITIAL), completedRun(R2, S1, 'retry', { exitReason: 'text', output: 'ok', steps: 1, state: INITIAL })],
-      sessions: [storedSession(S1, R2, INITIAL, [row.user('go'), row.assistant('ok')])],
+      ...retryCompletedWithText(failedRun(R1, S1, 'start', 'hook_failed', 0, INITIAL), 'ok', INITIAL, [row.user('go'), row.assistant('ok')]),
     },
   },
 ]);

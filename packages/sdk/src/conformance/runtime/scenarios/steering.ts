@@ -1,9 +1,9 @@
 // Steering returns: beforeLLMCall { messages } / { tools }, beforeTool { input } / { block },
 // afterTool { result }, onExit { continue, message }; chains of handlers (C3).
 import type { Message } from '../../../messages.js';
-import { at, by, C1, C2, complete, R1, row, S1, storedSession, toolCall } from '../expect.js';
-import { calls, executeOnce, finish, INITIAL, inTopic, lastPromptText, text } from '../fixtures.js';
-import { blockedCall, callErrorRows, callRows, callsTools, callSucceeds, completedRun, completesWithFinish, completesWithText, entered, finishExit, finishRows, incrementCall, newTurn, soleRunCompleted, textExit } from '../fragments.js';
+import { at, by, C1, C2, complete, R1, row, toolCall } from '../expect.js';
+import { calls, executeOnce, finish, INITIAL, inTopic, notesLastPrompt, text } from '../fixtures.js';
+import { blockedCall, callErrorRows, callRows, callsTools, callSucceeds, completesWithFinish, completesWithText, finishExit, finishRows, incrementStep, newTurn, soleRunCompleted, startsCalls, textExit } from '../fragments.js';
 import type { RuntimeScenario } from '../scenario.js';
 
 /** The whole prompt of a model call as text (to check what the model was sent). */
@@ -100,8 +100,7 @@ export const steeringScenarios: readonly RuntimeScenario[] = inTopic('steering',
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
-        ...callsTools(R1, 0, { messages: 2, tools: 2 }, 1, toolCall(C1, 'increment', { by: 5 })),
-        at(R1, 0).beforeTool(C1, 'increment', { by: 5 }),
+        ...startsCalls(R1, 0, { messages: 2, tools: 2 }, 1, toolCall(C1, 'increment', { by: 5 })),
         ...callSucceeds(R1, 0, toolCall(C1, 'increment', { by: 1 }), [{ count: 1, log: ['+1'] }], 2, { by: 1 }),
         ...completesWithFinish(R1, 1, { messages: 4, tools: 2 }, 3, C2, 'x', { increment: 1 }),
       ],
@@ -115,13 +114,7 @@ export const steeringScenarios: readonly RuntimeScenario[] = inTopic('steering',
     run: (t) =>
       executeOnce(t, {
         output: true,
-        steps: [
-          calls(['increment', { by: 5 }]),
-          (options) => {
-            t.note('the model saw the reason', lastPromptText(options.prompt).includes('counting is forbidden'));
-            return finish('x');
-          },
-        ],
+        steps: [calls(['increment', { by: 5 }]), notesLastPrompt(t, 'the model saw the reason', 'counting is forbidden', finish('x'))],
         layers: [{ hooks: { beforeTool: () => ({ block: true, reason: 'counting is forbidden' }) } }],
       }),
     expected: {
@@ -183,13 +176,7 @@ export const steeringScenarios: readonly RuntimeScenario[] = inTopic('steering',
       'afterTool { result } replaces what the model sees and what is stored; onMessage saw the row as executed and later afterTool handlers see the rewrite (C16)',
     run: (t) =>
       executeOnce(t, {
-        steps: [
-          calls(['increment', { by: 1 }]),
-          (options) => {
-            t.note('the model saw the rewrite', lastPromptText(options.prompt).includes('shortened'));
-            return text('done');
-          },
-        ],
+        steps: [calls(['increment', { by: 1 }]), notesLastPrompt(t, 'the model saw the rewrite', 'shortened', text('done'))],
         layers: [
           { name: 'rewrite', hooks: { afterTool: () => ({ result: { summary: 'shortened' } }) } },
           { name: 'later', hooks: { afterTool: () => undefined } },
@@ -198,8 +185,7 @@ export const steeringScenarios: readonly RuntimeScenario[] = inTopic('steering',
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
-        ...callsTools(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'increment', { by: 1 })),
-        at(R1, 0).beforeTool(C1, 'increment', { by: 1 }),
+        ...startsCalls(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'increment', { by: 1 })),
         at(R1, 0).state('tool', { count: 1, log: ['+1'] }, 'increment'),
         at(R1, 0).message(2, row.tool(C1, 'increment', { by: 1 })),
         by('rewrite', at(R1, 0).afterTool(C1, 'increment', { by: 1 }, { by: 1 })),
@@ -229,21 +215,16 @@ export const steeringScenarios: readonly RuntimeScenario[] = inTopic('steering',
         at(R1, 0).beforeLLM(2, 1),
         ...textExit(R1, 0, 1, 'done?'),
         at(R1, 0).message(2, row.user('You must call increment first.')),
-        ...callsTools(R1, 1, { messages: 4, tools: 1 }, 3, toolCall(C1, 'increment', { by: 1 })),
-        ...incrementCall(R1, 1, C1, { by: 1 }, { count: 1, log: ['+1'] }, 4),
+        ...incrementStep(R1, 1, { messages: 4, tools: 1 }, 3, C1, { by: 1 }, { count: 1, log: ['+1'] }),
         ...completesWithText(R1, 2, { messages: 6, tools: 1 }, 5, 'now done', { increment: 1 }),
       ],
-      entries: [entered('execute', S1, R1)],
-      runs: [completedRun(R1, S1, 'start', { exitReason: 'text', output: 'now done', steps: 3, state: { count: 1, log: ['+1'] } })],
-      sessions: [
-        storedSession(S1, R1, { count: 1, log: ['+1'] }, [
-          row.user('go'),
-          row.assistant('done?'),
-          row.user('You must call increment first.'),
-          ...callRows(toolCall(C1, 'increment', { by: 1 }), { by: 1 }),
-          row.assistant('now done'),
-        ]),
-      ],
+      ...soleRunCompleted({ exitReason: 'text', output: 'now done', steps: 3, state: { count: 1, log: ['+1'] } }, [
+        row.user('go'),
+        row.assistant('done?'),
+        row.user('You must call increment first.'),
+        ...callRows(toolCall(C1, 'increment', { by: 1 }), { by: 1 }),
+        row.assistant('now done'),
+      ]),
     },
   },
   {

@@ -1,13 +1,12 @@
 // Stops: handle.stop() / interrupt(), stop by session, and the execute abortSignal, during a model call
 // and during tools. A state write persists if and only if the row recording its work persists.
-import { z } from 'zod';
-import { defineTool, type AgentConfig, type ToolDefinition } from '../../../define.js';
+import type { AgentConfig, ToolContext, ToolDefinition } from '../../../define.js';
 import type { AgentHandle } from '../../../runtime/agent-runtime.js';
 import type { ScriptedStep } from '../../../testing/scripted-model.js';
 import type { ScenarioContext } from '../context.js';
-import { at, C1, fail, R1, row, S1, storedSession, toolCall } from '../expect.js';
-import { agent, calls, type Counter, finish, inTopic, type TopicScenario } from '../fixtures.js';
-import { allowedCall, callRows, callsTools, entered, interruptedRun, newTurn, soleRunInterrupted } from '../fragments.js';
+import { at, C1, fail, R1, row, toolCall } from '../expect.js';
+import { agent, appendToLog, calls, type Counter, finish, inTopic, logs, toolWithoutInput, type TopicScenario } from '../fixtures.js';
+import { allowedCall, callRows, callsTools, modelAttempt, modelCall, newTurn, soleRunInterrupted } from '../fragments.js';
 import type { RuntimeScenario } from '../scenario.js';
 import type { ExpectedTrace, TraceNote } from '../trace.js';
 
@@ -62,18 +61,13 @@ function stopsInModelCall(stop: () => void): ScriptedStep {
 
 /** A tool that stops the run while it runs, then finishes anyway (its result is recorded). */
 function stoppingTool(name: string, stop: () => void, options: { readonly finishWith?: boolean } = {}): ToolDefinition {
-  return defineTool({
-    name,
-    description: 'Stops the run, then finishes.',
-    inputSchema: z.object({}),
-    ...(options.finishWith ? { finishWith: true } : {}),
-    execute: async (_input, ctx) => {
-      ctx.updateState<Counter>((d) => void d.log.push(name));
-      stop();
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      return options.finishWith ? { answer: 'from the tool' } : 'finished';
-    },
-  });
+  const execute = async (ctx: ToolContext): Promise<unknown> => {
+    appendToLog(ctx, name);
+    stop();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    return options.finishWith ? { answer: 'from the tool' } : 'finished';
+  };
+  return toolWithoutInput(name, 'Stops the run, then finishes.', execute, options);
 }
 
 /** The expectation of a stop during the first model call (start writes kept, afterLLMCall writes dropped). */
@@ -81,15 +75,11 @@ function stoppedInModelCall(kind: StopKind): ExpectedTrace {
   return {
     hooks: [
       ...newTurn(R1, 0, 'go', [{ count: 0, log: ['started'] }]),
-      at(R1, 0).beforeLLM(2, 2),
-      at(R1, 0).afterLLM('fail', 'run_interrupted'),
+      ...modelAttempt(R1, 0, { messages: 2, tools: 2 }, 1, 'fail', 'run_interrupted'),
       at(R1, 0).state('hook', { count: 0, log: ['started', 'llm'] }),
       fail(R1, 0, 'run_interrupted', true),
     ],
-    entries: [entered('execute', S1, R1)],
-    notes: stopNotes(kind),
-    runs: [interruptedRun(R1, S1, 'start', 0, { count: 0, log: ['started'] })],
-    sessions: [storedSession(S1, R1, { count: 0, log: ['started'] }, [row.user('go')])],
+    ...soleRunInterrupted(0, { count: 0, log: ['started'] }, [row.user('go')], stopNotes(kind)),
   };
 }
 
@@ -99,12 +89,7 @@ function modelCallScenario(kind: StopKind): TopicScenario {
     description: `${kind} during a model call: the call ends run_interrupted, onAgentFail(run_interrupted, recoverable), the step's afterLLMCall writes are discarded, the turn's start writes kept (rules 14, 125, 126, 130, C6)`,
     async run(t) {
       const s = stopper(t, kind);
-      const a = agent(t, {
-        output: true,
-        steps: [stopsInModelCall(s.stop)],
-        layers: [{ hooks: { onAgentStart: (_p, ctx) => ctx.updateState((d) => void d.log.push('started')), afterLLMCall: (_p, ctx) => ctx.updateState((d) => void d.log.push('llm')) } }],
-      });
-      await s.runToEnd(a);
+      await s.runToEnd(agent(t, { output: true, steps: [stopsInModelCall(s.stop)], layers: [{ hooks: { onAgentStart: logs('started'), afterLLMCall: logs('llm') } }] }));
     },
     expected: stoppedInModelCall(kind),
   };
@@ -116,20 +101,12 @@ function toolScenario(kind: StopKind): TopicScenario {
     description: `${kind} while a tool runs: the call that finishes keeps its recorded result and writes, afterLLMCall writes are discarded, the rows land in the terminal commit, the run ends interrupted (rules 125–127, C6)`,
     async run(t) {
       const s = stopper(t, kind);
-      const a = agent(t, {
-        output: true,
-        tools: [stoppingTool('work', s.stop)],
-        steps: [calls(['work', {}]), finish('never')],
-        layers: [{ hooks: { afterLLMCall: (_p, ctx) => ctx.updateState((d) => void d.log.push('llm')) } }],
-      });
-      await s.runToEnd(a);
+      await s.runToEnd(agent(t, { output: true, tools: [stoppingTool('work', s.stop)], steps: [calls(['work', {}]), finish('never')], layers: [{ hooks: { afterLLMCall: logs('llm') } }] }));
     },
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
-        at(R1, 0).beforeLLM(2, 2),
-        at(R1, 0).afterLLM('tool_calls'),
-        at(R1, 0).state('hook', { count: 0, log: ['llm'] }),
+        ...modelCall(R1, 0, { messages: 2, tools: 2 }, 'tool_calls', [{ count: 0, log: ['llm'] }]),
         at(R1, 0).message(1, row.assistant('', toolCall(C1, 'work', {}))),
         ...allowedCall(R1, 0, toolCall(C1, 'work', {}), [{ count: 0, log: ['llm', 'work'] }], 2, 'finished'),
         fail(R1, 0, 'run_interrupted', true),

@@ -1,12 +1,9 @@
 // Supersede: a newer entry during a model call, the fence refusing the start commit, a supersede raised
 // inside a tool body (siblings may finish but nothing persists), a rewind taking over, a lost lease.
-import { z } from 'zod';
-import { defineTool } from '../../../define.js';
 import { RunSupersededError } from '../../../errors.js';
-import type { ScriptedStep } from '../../../testing/scripted-model.js';
 import { at, C1, C2, C3, C4, R1, R2, R3, row, S1, storedSession, superseded, toolCall } from '../expect.js';
-import { agent, calls, type Counter, finish, gatedTool, INITIAL, inTopic, text } from '../fixtures.js';
-import { allowedCall, callsTools, callSucceeds, completedRun, completesWithFinish, completesWithText, entered, finishExit, finishRows, newTurn, owedStartWork, supersededRun } from '../fragments.js';
+import { agent, calls, finish, gatedStep, gatedTool, INITIAL, inTopic, newerExecuteWhileGated, resumeFromFirstStep, text, toolWithoutInput } from '../fixtures.js';
+import { allowedCall, callsTools, callSucceeds, completedRun, completesWithFinish, completesWithText, entered, finishExit, finishRows, newTurn, owedStartWork, startsCalls, supersededByFinishingRun, supersededRun } from '../fragments.js';
 import type { RuntimeScenario } from '../scenario.js';
 
 /** Every way a run is superseded. */
@@ -16,21 +13,8 @@ export const supersedeScenarios: readonly RuntimeScenario[] = inTopic('supersede
     description:
       'a newer execute() while a run waits for its model: the older run finishes its step in memory, its commit is refused by the fence and it fires onAgentSuperseded only (rules 46–49, D13)',
     async run(t) {
-      const sessionId = t.sessionId();
-      const calling = t.deferred('the first model call started');
-      const gate = t.deferred('the gate');
-      const slowModel: ScriptedStep = async () => {
-        calling.resolve();
-        await gate.wait();
-        return finish('a', 'finish-a');
-      };
-      const first = agent(t, { output: true, steps: [slowModel] });
-      const second = agent(t, { output: true, steps: [finish('b', 'finish-b')] });
-      const a = await t.execute(first, 'first', { sessionId });
-      await calling.wait();
-      await t.result(await t.execute(second, 'second', { sessionId }));
-      gate.resolve();
-      await t.result(a);
+      const slowModel = gatedStep(t, finish('a', 'finish-a'));
+      await newerExecuteWhileGated(t, { output: true, steps: [slowModel.step] }, slowModel);
     },
     expected: {
       hooks: [
@@ -41,9 +25,7 @@ export const supersedeScenarios: readonly RuntimeScenario[] = inTopic('supersede
         ...finishExit(R1, 0, 1, C2, 'a'),
         superseded(R1),
       ],
-      entries: [entered('execute', S1, R1), entered('execute', S1, R2)],
-      runs: [supersededRun(R1, S1), completedRun(R2, S1, 'start', { exitReason: 'finish_tool', output: { answer: 'b' }, steps: 1, state: INITIAL })],
-      sessions: [storedSession(S1, R2, INITIAL, [row.user('first'), row.user('second'), ...finishRows(C1, 'b')])],
+      ...supersededByFinishingRun('b', [row.user('first'), row.user('second'), ...finishRows(C1, 'b')]),
     },
   },
   {
@@ -67,9 +49,7 @@ export const supersedeScenarios: readonly RuntimeScenario[] = inTopic('supersede
         at(R1, 0).message(0, row.user('first')),
         superseded(R1),
       ],
-      entries: [entered('execute', S1, R1), entered('execute', S1, R2)],
-      runs: [supersededRun(R1, S1), completedRun(R2, S1, 'start', { exitReason: 'finish_tool', output: { answer: 'b' }, steps: 1, state: INITIAL })],
-      sessions: [storedSession(S1, R2, INITIAL, [row.user('second'), ...finishRows(C1, 'b')])],
+      ...supersededByFinishingRun('b', [row.user('second'), ...finishRows(C1, 'b')]),
     },
   },
   {
@@ -78,47 +58,26 @@ export const supersedeScenarios: readonly RuntimeScenario[] = inTopic('supersede
       'a tool that throws its own run\'s RunSupersededError ends the run at once (onAgentSuperseded); a started sibling finishes and its hooks may follow, but nothing it produces persists and no later tool starts (rules 56–60)',
     async run(t) {
       const sessionId = t.sessionId();
-      const slowStarted = t.deferred('the slow sibling started');
+      // The sibling that is still running when the run ends.
+      const slow = gatedTool(t, { write: (d) => void (d.count = 50), result: 'slow done' });
       const lateAsked = t.deferred('the late call reached beforeTool');
-      const slowGate = t.deferred('the slow sibling may finish');
       const slowDone = t.deferred('the slow sibling finished');
       const supersededD = t.deferred('onAgentSuperseded fired');
       const newer = agent(t, { output: true, steps: [finish('newer', 'finish-newer')] });
-      const slow = defineTool({
-        name: 'slow',
-        description: 'A sibling that is still running when the run ends.',
-        inputSchema: z.object({}),
-        execute: async (_input, ctx) => {
-          slowStarted.resolve();
-          await slowGate.wait();
-          ctx.updateState<Counter>((d) => void (d.count = 50));
-          return 'slow done';
-        },
+      const fenced = toolWithoutInput('fenced', 'A fenced write that finds its run superseded.', async (ctx) => {
+        await slow.started.wait();
+        await lateAsked.wait();
+        // A newer run took the session; this tool's own fenced write is refused.
+        await t.result(await t.execute(newer, 'newer', { sessionId }));
+        throw new RunSupersededError(ctx.sessionId, ctx.runId, 'a newer run');
       });
-      const fenced = defineTool({
-        name: 'fenced',
-        description: 'A fenced write that finds its run superseded.',
-        inputSchema: z.object({}),
-        execute: async (_input, ctx) => {
-          await slowStarted.wait();
-          await lateAsked.wait();
-          // A newer run took the session; this tool's own fenced write is refused.
-          await t.result(await t.execute(newer, 'newer', { sessionId }));
-          throw new RunSupersededError(ctx.sessionId, ctx.runId, 'a newer run');
-        },
-      });
-      const late = defineTool({
-        name: 'late',
-        description: 'Must never run.',
-        inputSchema: z.object({}),
-        execute: () => {
-          t.note('the late tool ran', true);
-          return 'late';
-        },
+      const late = toolWithoutInput('late', 'Must never run.', () => {
+        t.note('the late tool ran', true);
+        return 'late';
       });
       const a = agent(t, {
         output: true,
-        tools: [slow, fenced, late],
+        tools: [slow.tool, fenced, late],
         steps: [calls(['slow', {}], ['fenced', {}], ['late', {}]), finish('never')],
         layers: [
           {
@@ -138,25 +97,20 @@ export const supersedeScenarios: readonly RuntimeScenario[] = inTopic('supersede
       });
       const handle = await t.execute(a, 'first', { sessionId });
       await t.result(handle);
-      slowGate.resolve();
+      slow.gate.resolve();
       await slowDone.wait();
       await t.sleep(10);
     },
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'first'),
-        ...callsTools(R1, 0, { messages: 2, tools: 4 }, 1, toolCall(C1, 'slow', {}), toolCall(C2, 'fenced', {}), toolCall(C3, 'late', {})),
-        at(R1, 0).beforeTool(C1, 'slow', {}),
-        at(R1, 0).beforeTool(C2, 'fenced', {}),
-        at(R1, 0).beforeTool(C3, 'late', {}),
+        ...startsCalls(R1, 0, { messages: 2, tools: 4 }, 1, toolCall(C1, 'slow', {}), toolCall(C2, 'fenced', {}), toolCall(C3, 'late', {})),
         ...newTurn(R2, 1, 'newer'),
         ...completesWithFinish(R2, 0, { messages: 3, tools: 2 }, 2, C4, 'newer'),
         superseded(R1),
         ...callSucceeds(R1, 0, toolCall(C1, 'slow', {}), [{ count: 50, log: [] }], 1, 'slow done'),
       ],
-      entries: [entered('execute', S1, R1), entered('execute', S1, R2)],
-      runs: [supersededRun(R1, S1), completedRun(R2, S1, 'start', { exitReason: 'finish_tool', output: { answer: 'newer' }, steps: 1, state: INITIAL })],
-      sessions: [storedSession(S1, R2, INITIAL, [row.user('first'), row.user('newer'), ...finishRows(C4, 'newer')])],
+      ...supersededByFinishingRun('newer', [row.user('first'), row.user('newer'), ...finishRows(C4, 'newer')]),
     },
   },
   {
@@ -170,9 +124,8 @@ export const supersedeScenarios: readonly RuntimeScenario[] = inTopic('supersede
       await t.result(await t.execute(a, 'first', { sessionId }));
       const second = await t.send(sessionId, 'second');
       await slow.started.wait();
-      const endOfFirstTurn = (await t.runtime.listCheckpoints(sessionId)).find((c) => c.kind === 'step');
-      if (!endOfFirstTurn) throw new Error('no step checkpoint');
-      await t.result(await t.resume(sessionId, { mode: 'from_checkpoint', checkpointId: endOfFirstTurn.checkpointId }));
+      // The first step checkpoint is the end of the first turn.
+      await t.result(await resumeFromFirstStep(t, sessionId));
       slow.gate.resolve();
       await t.result(second);
     },
@@ -181,8 +134,7 @@ export const supersedeScenarios: readonly RuntimeScenario[] = inTopic('supersede
         ...newTurn(R1, 0, 'first'),
         ...completesWithText(R1, 0, { messages: 2, tools: 1 }, 1, 'one'),
         ...newTurn(R2, 2, 'second'),
-        ...callsTools(R2, 0, { messages: 4, tools: 1 }, 3, toolCall(C1, 'slow', {})),
-        at(R2, 0).beforeTool(C1, 'slow', {}),
+        ...startsCalls(R2, 0, { messages: 4, tools: 1 }, 3, toolCall(C1, 'slow', {})),
         at(R3, 0).resumed(R2, true),
         ...owedStartWork(R3, 2, 'second'),
         ...completesWithText(R3, 0, { messages: 4, tools: 1 }, 3, 'redo'),
@@ -190,11 +142,7 @@ export const supersedeScenarios: readonly RuntimeScenario[] = inTopic('supersede
         superseded(R2),
       ],
       entries: [entered('execute', S1, R1), entered('send', S1, R2), entered('resume', S1, R3)],
-      runs: [
-        completedRun(R1, S1, 'start', { exitReason: 'text', output: 'one', steps: 1, state: INITIAL }),
-        supersededRun(R2, S1),
-        completedRun(R3, S1, 'resumed', { exitReason: 'text', output: 'redo', steps: 1, state: INITIAL }),
-      ],
+      runs: [completedRun(R1, S1, 'start', { exitReason: 'text', output: 'one', steps: 1, state: INITIAL }), supersededRun(R2, S1), completedRun(R3, S1, 'resumed', { exitReason: 'text', output: 'redo', steps: 1, state: INITIAL })],
       sessions: [storedSession(S1, R3, INITIAL, [row.user('first'), row.assistant('one'), row.user('second'), row.assistant('redo')])],
     },
   },
@@ -204,15 +152,10 @@ export const supersedeScenarios: readonly RuntimeScenario[] = inTopic('supersede
     needs: ['leaseLoss'],
     async run(t) {
       const started = t.deferred('the waiting tool started');
-      const wait = defineTool({
-        name: 'wait',
-        description: 'Waits until the run is told to stop.',
-        inputSchema: z.object({}),
-        execute: async (_input, ctx) => {
-          started.resolve();
-          await new Promise<void>((resolve) => ctx.abortSignal.addEventListener('abort', () => resolve(), { once: true }));
-          return 'ok';
-        },
+      const wait = toolWithoutInput('wait', 'Waits until the run is told to stop.', async (ctx) => {
+        started.resolve();
+        await new Promise<void>((resolve) => ctx.abortSignal.addEventListener('abort', () => resolve(), { once: true }));
+        return 'ok';
       });
       const a = agent(t, { output: true, tools: [wait], steps: [calls(['wait', {}]), finish('never')] });
       const handle = await t.execute(a, 'go', { sessionId: t.sessionId() });

@@ -1,46 +1,50 @@
 // Suspension boundaries: a client tool, an approval (reason client_tool) and awaited children; the
 // order beforeTool → suspension commit → onAgentSuspended, and the fresh run a resume starts.
-import { z } from 'zod';
-import { defineAgent, defineTool } from '../../../define.js';
+import { defineAgent, type ToolDefinition } from '../../../define.js';
 import { AgentError } from '../../../errors.js';
 import { createScriptedModel } from '../../../testing/scripted-model.js';
 import { at, C1, C2, R1, R2, R3, row, S1, S2, storedSession, toolCall } from '../expect.js';
-import { agent, askTool, calls, deleteTool, executeOnce, INITIAL, inTopic, lastPromptText, pendingCallIds, suspendedStatusProbe, text } from '../fixtures.js';
-import { blockedCall, callErrorRows, callRows, callsAndSuspends, callsTools, completedRun, completesWithText, entered, newTurn, resumesWithResult, soleRunCompleted, soleRunSuspended, suspendedRun } from '../fragments.js';
+import { agent, askTool, calls, deleteTool, executeOnce, executeThen, INITIAL, inTopic, notesLastPrompt, pendingCallIds, suspendedStatusProbe, text, toolWithoutInput, type TopicScenario } from '../fixtures.js';
+import { approvedRemoveTrace, blockedCall, callErrorRows, callRows, callsAndSuspends, callsTools, completedRun, completesWithText, entered, newTurn, resumesWithError, resumesWithResult, soleRunCompleted, soleRunSuspended, startsCalls, suspendedRun } from '../fragments.js';
 import type { RuntimeScenario } from '../scenario.js';
-import { approvedOnceTrace } from './start-signals.js';
+import type { TraceToolCall } from '../trace.js';
+
+/** The trace one approval of remove(/tmp/a) on the turn 'delete it' leaves (start/with-confirmation-resume), the model then saying 'done'. */
+const approvedOnce = approvedRemoveTrace({ input: 'delete it', path: '/tmp/a', reply: 'done' });
+
+/**
+ * A scenario whose agent has `tool` and whose model's first reply asks for `call`, which suspends the
+ * run on the turn `input`: the start work, {@link callsAndSuspends} (the call at row 1), and the run
+ * stored suspended after its first step; onAgentSuspended sees the run stored as suspended.
+ */
+function suspendsOnFirstCall(name: string, description: string, tool: ToolDefinition, input: string, call: TraceToolCall): TopicScenario {
+  return {
+    name,
+    description,
+    run: (t) => executeOnce(t, { tools: [tool], steps: [calls([call.tool, call.args])], layers: [suspendedStatusProbe(t)] }, input),
+    expected: {
+      hooks: [...newTurn(R1, 0, input), ...callsAndSuspends(R1, 0, { messages: 2, tools: 1 }, 1, call)],
+      ...soleRunSuspended(INITIAL, [row.user(input), row.assistant('', call)], [{ label: 'run status in onAgentSuspended', value: 'suspended' }]),
+    },
+  };
+}
 
 /** Suspension reasons (client tool, approval, children), their order, and the runs that resume them. */
 export const suspensionScenarios: readonly RuntimeScenario[] = inTopic('suspension', [
-  {
-    name: 'suspend/client-tool',
-    description:
-      'a client tool suspends the run: beforeTool, then the suspension commit, then onAgentSuspended(client_tool, the pending call), which sees the run stored as suspended (rules 93–96, D10)',
-    run: (t) =>
-      executeOnce(t, {
-        tools: [askTool],
-        steps: [calls(['ask', { question: 'which file?' }])],
-        layers: [suspendedStatusProbe(t)],
-      }, 'clean up'),
-    expected: {
-      hooks: [...newTurn(R1, 0, 'clean up'), ...callsAndSuspends(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'ask', { question: 'which file?' }))],
-      ...soleRunSuspended(INITIAL, [row.user('clean up'), row.assistant('', toolCall(C1, 'ask', { question: 'which file?' }))], [{ label: 'run status in onAgentSuspended', value: 'suspended' }]),
-    },
-  },
-  {
-    name: 'suspend/approval',
-    description: 'a call that needs approval suspends with reason client_tool and the call pending; the tool does not run (rules 94, 96, C17, D10)',
-    run: (t) =>
-      executeOnce(t, {
-        tools: [deleteTool],
-        steps: [calls(['remove', { path: '/etc/x' }])],
-        layers: [suspendedStatusProbe(t)],
-      }, 'delete it'),
-    expected: {
-      hooks: [...newTurn(R1, 0, 'delete it'), ...callsAndSuspends(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'remove', { path: '/etc/x' }))],
-      ...soleRunSuspended(INITIAL, [row.user('delete it'), row.assistant('', toolCall(C1, 'remove', { path: '/etc/x' }))], [{ label: 'run status in onAgentSuspended', value: 'suspended' }]),
-    },
-  },
+  suspendsOnFirstCall(
+    'suspend/client-tool',
+    'a client tool suspends the run: beforeTool, then the suspension commit, then onAgentSuspended(client_tool, the pending call), which sees the run stored as suspended (rules 93–96, D10)',
+    askTool,
+    'clean up',
+    toolCall(C1, 'ask', { question: 'which file?' }),
+  ),
+  suspendsOnFirstCall(
+    'suspend/approval',
+    'a call that needs approval suspends with reason client_tool and the call pending; the tool does not run (rules 94, 96, C17, D10)',
+    deleteTool,
+    'delete it',
+    toolCall(C1, 'remove', { path: '/etc/x' }),
+  ),
   {
     name: 'suspend/awaiting-children',
     description:
@@ -49,30 +53,19 @@ export const suspensionScenarios: readonly RuntimeScenario[] = inTopic('suspensi
       const parentSession = t.sessionId();
       const childSession = t.sessionId();
       const child = defineAgent({ name: 'child', llmConfig: { model: createScriptedModel([text('child result')]) }, hooks: t.hooks() });
-      const delegate = defineTool({
-        name: 'delegate',
-        description: 'Starts a child agent and waits for it.',
-        inputSchema: z.object({}),
-        execute: async (_input, ctx) => {
-          const handle = await t.execute(child, 'sub task', { sessionId: childSession, parentSessionId: ctx.sessionId });
-          await t.result(handle);
-          return ctx.awaitChildren([{ sessionId: handle.sessionId, agentType: child.name }]);
-        },
+      const delegate = toolWithoutInput('delegate', 'Starts a child agent and waits for it.', async (ctx) => {
+        const handle = await t.execute(child, 'sub task', { sessionId: childSession, parentSessionId: ctx.sessionId });
+        await t.result(handle);
+        return ctx.awaitChildren([{ sessionId: handle.sessionId, agentType: child.name }]);
       });
-      const parent = agent(t, {
-        name: 'parent',
-        tools: [delegate],
-        steps: [calls(['delegate', {}]), text('merged')],
-        layers: [suspendedStatusProbe(t)],
-      });
+      const parent = agent(t, { name: 'parent', tools: [delegate], steps: [calls(['delegate', {}]), text('merged')], layers: [suspendedStatusProbe(t)] });
       await t.result(await t.execute(parent, 'go', { sessionId: parentSession }));
       await t.result(await t.resume(parentSession, { mode: 'continue' }));
     },
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
-        ...callsTools(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'delegate', {})),
-        at(R1, 0).beforeTool(C1, 'delegate', {}),
+        ...startsCalls(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'delegate', {})),
         ...newTurn(R2, 0, 'sub task'),
         ...completesWithText(R2, 0, { messages: 1, tools: 0 }, 1, 'child result'),
         at(R1, 1).suspended('awaiting_children', [], [S2]),
@@ -81,11 +74,7 @@ export const suspensionScenarios: readonly RuntimeScenario[] = inTopic('suspensi
       ],
       entries: [entered('execute', S1, R1), entered('execute', S2, R2), entered('resume', S1, R3)],
       notes: [{ label: 'run status in onAgentSuspended', value: 'suspended' }],
-      runs: [
-        suspendedRun(R1, S1, 'start', 1, INITIAL),
-        completedRun(R2, S2, 'start', { exitReason: 'text', output: 'child result', steps: 1, state: {} }),
-        completedRun(R3, S1, 'resumed', { exitReason: 'text', output: 'merged', steps: 1, state: INITIAL }),
-      ],
+      runs: [suspendedRun(R1, S1, 'start', 1, INITIAL), completedRun(R2, S2, 'start', { exitReason: 'text', output: 'child result', steps: 1, state: {} }), completedRun(R3, S1, 'resumed', { exitReason: 'text', output: 'merged', steps: 1, state: INITIAL })],
       sessions: [
         storedSession(S1, R3, INITIAL, [row.user('go'), ...callRows(toolCall(C1, 'delegate', {}), [{ sessionId: S2, status: 'completed', output: 'child result' }]), row.assistant('merged')]),
         storedSession(S2, R2, {}, [row.user('sub task'), row.assistant('child result')]),
@@ -113,11 +102,7 @@ export const suspensionScenarios: readonly RuntimeScenario[] = inTopic('suspensi
         ...completesWithText(R3, 0, { messages: 5, tools: 1 }, 4, 'both answered'),
       ],
       entries: [entered('execute', S1, R1), entered('submitToolResult', S1, R2), entered('submitToolResult', S1, R3)],
-      runs: [
-        suspendedRun(R1, S1, 'start', 1, INITIAL),
-        suspendedRun(R2, S1, 'resumed', 0, INITIAL),
-        completedRun(R3, S1, 'resumed', { exitReason: 'text', output: 'both answered', steps: 1, state: INITIAL }),
-      ],
+      runs: [suspendedRun(R1, S1, 'start', 1, INITIAL), suspendedRun(R2, S1, 'resumed', 0, INITIAL), completedRun(R3, S1, 'resumed', { exitReason: 'text', output: 'both answered', steps: 1, state: INITIAL })],
       sessions: [
         storedSession(S1, R3, INITIAL, [
           row.user('go'),
@@ -132,28 +117,15 @@ export const suspensionScenarios: readonly RuntimeScenario[] = inTopic('suspensi
   {
     name: 'suspend/reject',
     description: 'a rejected approval never runs the tool: the resumed run appends a permission_denied result and afterTool reports it blocked; the model gets the reason (C13, D4)',
-    async run(t) {
-      const sessionId = t.sessionId();
-      const a = agent(t, {
-        tools: [deleteTool],
-        steps: [
-          calls(['remove', { path: '/etc' }]),
-          (options) => {
-            t.note('the model saw the reason', lastPromptText(options.prompt).includes('never touch /etc'));
-            return text('ok, I will not');
-          },
-        ],
-      });
-      const [id] = pendingCallIds(await t.result(await t.execute(a, 'delete it', { sessionId })));
-      await t.result(await t.reject(sessionId, id, { reason: 'never touch /etc' }));
-    },
+    run: (t) =>
+      executeThen(t, { tools: [deleteTool], steps: [calls(['remove', { path: '/etc' }]), notesLastPrompt(t, 'the model saw the reason', 'never touch /etc', text('ok, I will not'))] }, 'delete it', (sessionId, first) =>
+        t.reject(sessionId, pendingCallIds(first)[0], { reason: 'never touch /etc' }),
+      ),
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'delete it'),
         ...callsAndSuspends(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'remove', { path: '/etc' })),
-        at(R2, 0).resumed(R1),
-        at(R2, 0).message(2, row.toolError(C1, 'remove', 'permission_denied')),
-        at(R2, 0).afterToolError(C1, 'remove', { path: '/etc' }, 'permission_denied', true),
+        ...resumesWithError(R2, R1, toolCall(C1, 'remove', { path: '/etc' }), 2, 'permission_denied', true),
         ...completesWithText(R2, 0, { messages: 4, tools: 1 }, 3, 'ok, I will not'),
       ],
       entries: [entered('execute', S1, R1), entered('reject', S1, R2)],
@@ -165,23 +137,8 @@ export const suspensionScenarios: readonly RuntimeScenario[] = inTopic('suspensi
   {
     name: 'suspend/approve-with-edited-input',
     description: 'an approval with edited arguments runs the tool with them; afterTool reports the effective input the tool ran with (D3)',
-    async run(t) {
-      const sessionId = t.sessionId();
-      const a = agent(t, { tools: [deleteTool], steps: [calls(['remove', { path: '/tmp/a' }]), text('done')] });
-      const [id] = pendingCallIds(await t.result(await t.execute(a, 'delete it', { sessionId })));
-      await t.result(await t.approve(sessionId, id, { input: { path: '/tmp/b' } }));
-    },
-    expected: {
-      hooks: [
-        ...newTurn(R1, 0, 'delete it'),
-        ...callsAndSuspends(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'remove', { path: '/tmp/a' })),
-        ...resumesWithResult(R2, R1, toolCall(C1, 'remove', { path: '/tmp/b' }), [{ count: 0, log: ['deleted /tmp/b'] }], 2, { removed: '/tmp/b' }),
-        ...completesWithText(R2, 0, { messages: 4, tools: 1 }, 3, 'done', { remove: 1 }),
-      ],
-      entries: [entered('execute', S1, R1), entered('approve', S1, R2)],
-      runs: [suspendedRun(R1, S1, 'start', 1, INITIAL), completedRun(R2, S1, 'resumed', { exitReason: 'text', output: 'done', steps: 1, state: { count: 0, log: ['deleted /tmp/b'] } })],
-      sessions: [storedSession(S1, R2, { count: 0, log: ['deleted /tmp/b'] }, [row.user('delete it'), ...callRows(toolCall(C1, 'remove', { path: '/tmp/a' }), { removed: '/tmp/b' }), row.assistant('done')])],
-    },
+    run: (t) => executeThen(t, { tools: [deleteTool], steps: [calls(['remove', { path: '/tmp/a' }]), text('done')] }, 'delete it', (sessionId, first) => t.approve(sessionId, pendingCallIds(first)[0], { input: { path: '/tmp/b' } })),
+    expected: approvedRemoveTrace({ input: 'delete it', path: '/tmp/a', ranWith: '/tmp/b', reply: 'done' }),
   },
   {
     name: 'suspend/concurrent-approvals',
@@ -198,32 +155,25 @@ export const suspensionScenarios: readonly RuntimeScenario[] = inTopic('suspensi
       for (const handle of winners) await t.result(handle);
     },
     expected: {
-      hooks: approvedOnceTrace.hooks,
+      hooks: approvedOnce.hooks,
       entries: [entered('execute', S1, R1)],
       notes: [
         { label: 'approvals that resumed the session', value: 1 },
         { label: 'refusals with a typed conflict', value: 1 },
       ],
-      runs: approvedOnceTrace.runs,
-      sessions: approvedOnceTrace.sessions,
+      runs: approvedOnce.runs,
+      sessions: approvedOnce.sessions,
     },
   },
   {
     name: 'suspend/client-error-result',
     description: 'a client result submitted as an error becomes a tool_failed row and afterTool(success false) in the resumed run; the loop goes on (rules 74, 101)',
-    async run(t) {
-      const sessionId = t.sessionId();
-      const a = agent(t, { tools: [askTool], steps: [calls(['ask', { question: 'read it?' }]), text('could not read')] });
-      const [id] = pendingCallIds(await t.result(await t.execute(a, 'go', { sessionId })));
-      await t.result(await t.submitToolResult(sessionId, id, 'no access', { isError: true }));
-    },
+    run: (t) => executeThen(t, { tools: [askTool], steps: [calls(['ask', { question: 'read it?' }]), text('could not read')] }, 'go', (sessionId, first) => t.submitToolResult(sessionId, pendingCallIds(first)[0], 'no access', { isError: true })),
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
         ...callsAndSuspends(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'ask', { question: 'read it?' })),
-        at(R2, 0).resumed(R1),
-        at(R2, 0).message(2, row.toolError(C1, 'ask', 'tool_failed')),
-        at(R2, 0).afterToolError(C1, 'ask', { question: 'read it?' }, 'tool_failed', false, 'no access'),
+        ...resumesWithError(R2, R1, toolCall(C1, 'ask', { question: 'read it?' }), 2, 'tool_failed', false, 'no access'),
         ...completesWithText(R2, 0, { messages: 4, tools: 1 }, 3, 'could not read'),
       ],
       entries: [entered('execute', S1, R1), entered('submitToolResult', S1, R2)],

@@ -3,20 +3,15 @@
 import { z } from 'zod';
 import { defineTool } from '../../../define.js';
 import { at, C1, C2, C3, complete, R1, row, S1, storedSession, toolCall } from '../expect.js';
-import { calls, type Counter, executeOnce, finish, incrementTool, INITIAL, inTopic, text } from '../fixtures.js';
-import { allowedCall, callErrorRows, callRows, callsTools, completedRun, completesWithFinish, completesWithText, entered, finishRows, incrementCall, newTurn, soleRunCompleted } from '../fragments.js';
+import { appendToLog, calls, type Counter, executeOnce, finish, incrementTool, INITIAL, inTopic, logs, text, toolWithoutInput } from '../fixtures.js';
+import { allowedCall, callErrorRows, callFails, callRows, callsTools, completedRun, completesWithFinish, completesWithText, entered, finishRows, incrementCall, modelCall, newTurn, soleRunCompleted } from '../fragments.js';
 import type { RuntimeScenario } from '../scenario.js';
 
 /** Writes the state twice: the count, then the log. */
-const twiceTool = defineTool({
-  name: 'twice',
-  description: 'Two separate state writes.',
-  inputSchema: z.object({}),
-  execute: (_input, ctx) => {
-    ctx.updateState<Counter>((d) => void (d.count += 1));
-    ctx.updateState<Counter>((d) => void d.log.push('twice'));
-    return 'written';
-  },
+const twiceTool = toolWithoutInput('twice', 'Two separate state writes.', (ctx) => {
+  ctx.updateState<Counter>((d) => void (d.count += 1));
+  appendToLog(ctx, 'twice');
+  return 'written';
 });
 
 /** Appends a note to the log. */
@@ -25,20 +20,15 @@ const noteTool = defineTool({
   description: 'Logs a note.',
   inputSchema: z.object({ text: z.string() }),
   execute: (input, ctx) => {
-    ctx.updateState<Counter>((d) => void d.log.push(input.text));
+    appendToLog(ctx, input.text);
     return 'noted';
   },
 });
 
 /** Writes the state, then throws. */
-const explodeTool = defineTool({
-  name: 'explode',
-  description: 'Fails.',
-  inputSchema: z.object({}),
-  execute: (_input, ctx) => {
-    ctx.updateState<Counter>((d) => void d.log.push('before the failure'));
-    throw new Error('kaboom');
-  },
+const explodeTool = toolWithoutInput('explode', 'Fails.', (ctx) => {
+  appendToLog(ctx, 'before the failure');
+  throw new Error('kaboom');
 });
 
 /** A finishWith tool: its result becomes the agent's output. */
@@ -132,10 +122,7 @@ export const toolScenarios: readonly RuntimeScenario[] = inTopic('tools', [
       hooks: [
         ...newTurn(R1, 0, 'go'),
         ...callsTools(R1, 0, { messages: 2, tools: 1 }, 1, toolCall(C1, 'explode', {})),
-        at(R1, 0).beforeTool(C1, 'explode', {}),
-        at(R1, 0).state('tool', { count: 0, log: ['before the failure'] }, 'explode'),
-        at(R1, 0).message(2, row.toolError(C1, 'explode', 'tool_failed')),
-        at(R1, 0).afterToolError(C1, 'explode', {}, 'tool_failed'),
+        ...callFails(R1, 0, toolCall(C1, 'explode', {}), [{ count: 0, log: ['before the failure'] }], 2, 'tool_failed'),
         ...completesWithText(R1, 1, { messages: 4, tools: 1 }, 3, 'it failed', { explode: 1 }),
       ],
       ...soleRunCompleted({ exitReason: 'text', output: 'it failed', steps: 2, state: { count: 0, log: ['before the failure'] } }, [row.user('go'), ...callErrorRows(toolCall(C1, 'explode', {}), 'tool_failed'), row.assistant('it failed')]),
@@ -191,24 +178,11 @@ export const toolScenarios: readonly RuntimeScenario[] = inTopic('tools', [
   {
     name: 'tools/hook-state-writes',
     description: 'a hook\'s updateState fires onStateChange with source hook right after the hook; writes made inside onStateChange apply without firing it again (rules 89, D9)',
-    run: (t) =>
-      executeOnce(t, {
-        steps: [text('ok')],
-        layers: [
-          {
-            hooks: {
-              afterLLMCall: (_p, ctx) => ctx.updateState((d) => void d.log.push('llm')),
-              onStateChange: (_p, ctx) => ctx.updateState((d) => void d.log.push('seen')),
-            },
-          },
-        ],
-      }),
+    run: (t) => executeOnce(t, { steps: [text('ok')], layers: [{ hooks: { afterLLMCall: logs('llm'), onStateChange: logs('seen') } }] }),
     expected: {
       hooks: [
         ...newTurn(R1, 0, 'go'),
-        at(R1, 0).beforeLLM(2, 1),
-        at(R1, 0).afterLLM('text'),
-        at(R1, 0).state('hook', { count: 0, log: ['llm'] }),
+        ...modelCall(R1, 0, { messages: 2, tools: 1 }, 'text', [{ count: 0, log: ['llm'] }]),
         at(R1, 0).message(1, row.assistant('ok')),
         at(R1, 0).exit('text', 1),
         complete(R1, 1, 'text', 'ok'),
