@@ -11,6 +11,17 @@ export const session = (n: number): string => `session#${n}`;
 /** `call#n`. */
 export const call = (n: number): string => `call#${n}`;
 
+/** The first runs, sessions and tool calls of a scenario, in order of first appearance. */
+export const R1 = run(1);
+export const R2 = run(2);
+export const R3 = run(3);
+export const S1 = session(1);
+export const S2 = session(2);
+export const C1 = call(1);
+export const C2 = call(2);
+export const C3 = call(3);
+export const C4 = call(4);
+
 /** A tool call in an assistant row. */
 export const toolCall = (id: string, tool: string, args: JsonValue): TraceToolCall => ({ call: id, tool, args });
 
@@ -23,6 +34,11 @@ export const row = {
   toolError: (id: string, tool: string, error: string): TraceMessage => ({ role: 'tool', call: id, tool, error }),
 };
 
+/** afterTool of `call`, with its outcome (an error code and a result only when given). */
+function afterTool(runId: string, step: number, call: TraceToolCall, success: boolean, blocked: boolean, error?: string, result?: JsonValue): TraceEvent {
+  return { point: 'afterTool', run: runId, step, ...call, success, blocked, ...(error === undefined ? {} : { error }), ...(result === undefined ? {} : { result }) };
+}
+
 /** Hook events of one run at one step (`ctx.stepCount`). */
 export function at(runId: string, step: number) {
   return {
@@ -32,30 +48,9 @@ export function at(runId: string, step: number) {
     afterLLM: (plan: string, error?: string, attempt = 1): TraceEvent => ({ point: 'afterLLMCall', run: runId, step, attempt, plan, ...(error === undefined ? {} : { error }) }),
     beforeTool: (id: string, tool: string, args: JsonValue): TraceEvent => ({ point: 'beforeTool', run: runId, step, call: id, tool, args }),
     /** A call that succeeded with `result` (undefined: the tool returned nothing). */
-    afterTool: (id: string, tool: string, args: JsonValue, result?: JsonValue): TraceEvent => ({
-      point: 'afterTool',
-      run: runId,
-      step,
-      call: id,
-      tool,
-      args,
-      success: true,
-      blocked: false,
-      ...(result === undefined ? {} : { result }),
-    }),
+    afterTool: (id: string, tool: string, args: JsonValue, result?: JsonValue): TraceEvent => afterTool(runId, step, { call: id, tool, args }, true, false, undefined, result),
     /** A call that failed with `error` (blocked: refused by a hook or a human, it did not run). */
-    afterToolError: (id: string, tool: string, args: JsonValue, error: string, blocked = false, result?: JsonValue): TraceEvent => ({
-      point: 'afterTool',
-      run: runId,
-      step,
-      call: id,
-      tool,
-      args,
-      success: false,
-      blocked,
-      error,
-      ...(result === undefined ? {} : { result }),
-    }),
+    afterToolError: (id: string, tool: string, args: JsonValue, error: string, blocked = false, result?: JsonValue): TraceEvent => afterTool(runId, step, { call: id, tool, args }, false, blocked, error, result),
     state: (source: string, state: JsonValue, toolName?: string): TraceEvent => ({ point: 'onStateChange', run: runId, step, source, ...(toolName === undefined ? {} : { toolName }), state }),
     exit: (reason: string, stepCount: number, toolCallCounts: { readonly [tool: string]: number } = {}): TraceEvent => ({ point: 'onExit', run: runId, step, reason, stepCount, toolCallCounts }),
     suspended: (reason: string, pending: readonly string[], children: readonly string[] = []): TraceEvent => ({ point: 'onAgentSuspended', run: runId, step, reason, pending, children }),

@@ -1,9 +1,21 @@
 import { z } from 'zod';
-import { defineAgent, defineTool, type AgentConfig, type ToolDefinition } from '../../define.js';
+import { defineAgent, defineTool, type AgentConfig, type ToolContext, type ToolDefinition } from '../../define.js';
 import type { HookManager } from '../../hooks/manager.js';
+import type { Draft } from '../../hooks/types.js';
+import type { AgentHandle } from '../../runtime/agent-runtime.js';
+import type { AgentResult } from '../../runtime/result.js';
 import { createScriptedModel, type ScriptedStep, type ScriptedStepObject } from '../../testing/scripted-model.js';
-import type { ScenarioContext } from './context.js';
+import type { Deferred, ScenarioContext } from './context.js';
 import type { HookLayer } from './recorder.js';
+import type { RuntimeScenario, ScenarioTopic } from './scenario.js';
+
+/** A scenario as its topic's file declares it: the file gives the topic. */
+export type TopicScenario = Omit<RuntimeScenario, 'topic'>;
+
+/** The scenarios of one topic's file, each with that topic. */
+export function inTopic(topic: ScenarioTopic, scenarios: readonly TopicScenario[]): readonly RuntimeScenario[] {
+  return scenarios.map((scenario) => ({ ...scenario, topic }));
+}
 
 /** The custom state of every scenario agent. */
 export const CounterState = z.object({ count: z.number().default(0), log: z.array(z.string()).default([]) });
@@ -16,6 +28,41 @@ export type AnswerOutput = z.infer<typeof Answer>;
 
 /** The state every session starts with. */
 export const INITIAL = { count: 0, log: [] } as const;
+
+/** What a tool or hook context offers to write the counter state. */
+export interface CounterWriter {
+  updateState(updater: (draft: Draft<Counter>) => void): void;
+}
+
+/** Appends `entry` to the log of the counter state (one state write). */
+export function appendToLog(ctx: CounterWriter, entry: string): void {
+  ctx.updateState((d) => void d.log.push(entry));
+}
+
+/** A hook handler that appends `entry` to the log: a hook write (onStateChange, source hook). */
+export function logs(entry: string): (payload: unknown, ctx: CounterWriter) => void {
+  return (_payload, ctx) => appendToLog(ctx, entry);
+}
+
+/** A hook handler that throws `message` whenever it is called. */
+export function boom(message: string): () => never {
+  return () => {
+    throw new Error(message);
+  };
+}
+
+/** A hook handler that throws `message` the first time it is called, and does nothing after. */
+export function throwsFirstTime(message: string): () => void {
+  let calls = 0;
+  return () => {
+    if (calls++ === 0) throw new Error(message);
+  };
+}
+
+/** A tool without input (its input schema is the empty object); `execute` gets the tool context. */
+export function toolWithoutInput(name: string, description: string, execute: (ctx: ToolContext) => unknown, options: { readonly finishWith?: boolean } = {}): ToolDefinition {
+  return defineTool({ name, description, inputSchema: z.object({}), ...(options.finishWith ? { finishWith: true } : {}), execute: (_input, ctx) => execute(ctx) });
+}
 
 /** Adds `by` to the counter and logs `+by`; returns `{ by }`. */
 export const incrementTool = defineTool({
@@ -41,7 +88,7 @@ export const deleteTool = defineTool({
   inputSchema: z.object({ path: z.string() }),
   needsApproval: true,
   execute: (input, ctx) => {
-    ctx.updateState<Counter>((d) => void d.log.push(`deleted ${input.path}`));
+    appendToLog(ctx, `deleted ${input.path}`);
     return { removed: input.path };
   },
 });
@@ -95,10 +142,113 @@ export function agent(t: ScenarioContext, options: ScenarioAgentOptions): AgentC
   });
 }
 
+/** Executes a new scenario agent built from `options` (see {@link agent}) with `input` on a new session, and waits for the run's result. */
+export async function executeOnce(t: ScenarioContext, options: ScenarioAgentOptions, input = 'go'): Promise<void> {
+  await t.result(await t.execute(agent(t, options), input, { sessionId: t.sessionId() }));
+}
+
+/**
+ * Executes a new scenario agent built from `options` with `input` on a new session and waits for the
+ * run's result; then begins the next run with `next` (given the session id and that result: resume,
+ * answer, approve, retry, send…) and waits for it.
+ */
+export async function executeThen(t: ScenarioContext, options: ScenarioAgentOptions, input: string, next: (sessionId: string, first: AgentResult) => Promise<AgentHandle>): Promise<void> {
+  const sessionId = t.sessionId();
+  const a = agent(t, options);
+  const first = await t.result(await t.execute(a, input, { sessionId }));
+  await t.result(await next(sessionId, first));
+}
+
+/** Resumes `sessionId` from its first step checkpoint (mode from_checkpoint). */
+export async function resumeFromFirstStep(t: ScenarioContext, sessionId: string): Promise<AgentHandle> {
+  const checkpoint = (await t.runtime.listCheckpoints(sessionId)).find((c) => c.kind === 'step');
+  if (!checkpoint) throw new Error('no step checkpoint');
+  return t.resume(sessionId, { mode: 'from_checkpoint', checkpointId: checkpoint.checkpointId });
+}
+
+/** A model step that notes, as `label`, whether the last prompt message includes `needle`, then answers with `reply`. */
+export function notesLastPrompt(t: ScenarioContext, label: string, needle: string, reply: ScriptedStepObject): ScriptedStep {
+  return (options) => {
+    t.note(label, lastPromptText(options.prompt).includes(needle));
+    return reply;
+  };
+}
+
 /** The text of the last prompt message of a model call (what the model was last told). */
 export function lastPromptText(prompt: readonly { readonly role: string; readonly content: unknown }[]): string {
   const last = prompt[prompt.length - 1];
   if (!last) return '';
   if (typeof last.content === 'string') return last.content;
   return JSON.stringify(last.content);
+}
+
+/** The raw ids of the calls a suspended result waits on; throws when the run did not suspend on a pending call. */
+export function pendingCallIds(result: { readonly suspension?: { readonly pending: readonly { readonly toolCallId: string }[] } }): [string, ...string[]] {
+  const [first, ...rest] = result.suspension?.pending.map((p) => p.toolCallId) ?? [];
+  if (first === undefined) throw new Error('the run did not suspend on a pending call');
+  return [first, ...rest];
+}
+
+/** A handler layer whose onAgentSuspended notes the run's stored status, as `run status in onAgentSuspended`. */
+export function suspendedStatusProbe(t: ScenarioContext): HookLayer<Counter, unknown> {
+  return { hooks: { onAgentSuspended: async (ctx) => t.note('run status in onAgentSuspended', (await t.runtime.getRun(ctx.runId))?.status) } };
+}
+
+/** The deferreds a scenario drives a gated tool or model step by. */
+export interface Gate {
+  /** Resolved when the gated tool or model call starts. */
+  readonly started: Deferred;
+  /** The gated tool or model call waits for it before it goes on. */
+  readonly gate: Deferred;
+}
+
+function gate(t: ScenarioContext, what: string): Gate {
+  return { started: t.deferred(`the ${what} started`), gate: t.deferred('the gate') };
+}
+
+/** What {@link gatedTool} writes and returns. */
+export interface GatedToolOptions {
+  /** Applied to the state after the gate opens (no write when absent). */
+  readonly write?: (draft: Draft<Counter>) => void;
+  /** What the tool returns (default 'late'). */
+  readonly result?: string;
+}
+
+/** A `slow` tool (no input) that resolves `started`, waits for `gate`, applies `write` when given, and returns `result`. */
+export function gatedTool(t: ScenarioContext, options: GatedToolOptions = {}): Gate & { readonly tool: ToolDefinition } {
+  const g = gate(t, 'slow tool');
+  const tool = toolWithoutInput('slow', 'Waits for the gate.', async (ctx) => {
+    g.started.resolve();
+    await g.gate.wait();
+    if (options.write) ctx.updateState<Counter>(options.write);
+    return options.result ?? 'late';
+  });
+  return { ...g, tool };
+}
+
+/** A model step that resolves `started` when the model is called, waits for `gate`, then answers with `reply`. */
+export function gatedStep(t: ScenarioContext, reply: ScriptedStepObject): Gate & { readonly step: ScriptedStep } {
+  const g = gate(t, 'model call');
+  const step: ScriptedStep = async () => {
+    g.started.resolve();
+    await g.gate.wait();
+    return reply;
+  };
+  return { ...g, step };
+}
+
+/**
+ * Executes an agent built from `first` with input 'first' on a new session; once `gate` reports it
+ * started, executes a second agent (output schema, input 'second', finishing with 'b' through the call
+ * `finish-b`) on that session and waits for it; then opens the gate and waits for the first run.
+ */
+export async function newerExecuteWhileGated(t: ScenarioContext, first: ScenarioAgentOptions, gate: Gate): Promise<void> {
+  const sessionId = t.sessionId();
+  const older = agent(t, first);
+  const newer = agent(t, { output: true, steps: [finish('b', 'finish-b')] });
+  const handle = await t.execute(older, 'first', { sessionId });
+  await gate.started.wait();
+  await t.result(await t.execute(newer, 'second', { sessionId }));
+  gate.gate.resolve();
+  await t.result(handle);
 }

@@ -1,279 +1,119 @@
 // The lifecycle table of the spec: how a run ends decides which terminal hooks fire.
-import { z } from 'zod';
-import { defineTool } from '../../../define.js';
-import { at, call, complete, fail, row, run, session, storedRun, storedSession, superseded, toolCall } from '../expect.js';
-import { agent, calls, finish, INITIAL, type Counter } from '../fixtures.js';
+import type { ScenarioContext } from '../context.js';
+import type { HookLayer } from '../recorder.js';
+import { at, C1, C2, fail, R1, R2, row, S1, storedRun, storedSession, superseded, toolCall } from '../expect.js';
+import { agent, calls, type Counter, executeOnce, finish, gatedTool, INITIAL, inTopic, logs, newerExecuteWhileGated } from '../fixtures.js';
+import { callRows, callSucceeds, completedRun, completesWithFinish, entered, failsInModelCall, finishRows, incrementStep, newTurn, refused, soleRunCompleted, soleRunFailed, startsCalls, supersededByFinishingRun } from '../fragments.js';
 import type { RuntimeScenario } from '../scenario.js';
+import type { ExpectedTrace } from '../trace.js';
 
-const R1 = run(1);
-const R2 = run(2);
-const S1 = session(1);
-const C1 = call(1);
-const C2 = call(2);
+/**
+ * Runs an agent on a new session (input 'go', finishing with 'first' through call `finish-1`) whose
+ * onAgentComplete executes a second agent on that session (input 'again', finishing with 'second'
+ * through `finish-2`), which supersedes the first run after its complete hook. `layer` adds handlers
+ * (and an error policy) to the first agent's layer, next to that onAgentComplete.
+ */
+export async function supersedeAfterComplete(t: ScenarioContext, layer: Partial<HookLayer<Counter, unknown>> = {}): Promise<void> {
+  const sessionId = t.sessionId();
+  const second = agent(t, { output: true, steps: [finish('second', 'finish-2')] });
+  const onAgentComplete = async (): Promise<void> => void (await t.result(await t.execute(second, 'again', { sessionId })));
+  const first = agent(t, { output: true, steps: [finish('first', 'finish-1')], layers: [{ ...layer, hooks: { onAgentComplete, ...layer.hooks } }] });
+  await t.result(await t.execute(first, 'go', { sessionId }));
+}
+
+/**
+ * The trace of {@link supersedeAfterComplete}: the first run completes (onAgentComplete), the second
+ * turn runs to its own completion, then the first run fires onAgentSuperseded and ends superseded.
+ */
+export const supersededAfterCompleteTrace: ExpectedTrace = {
+  hooks: [
+    ...newTurn(R1, 0, 'go'),
+    ...completesWithFinish(R1, 0, { messages: 2, tools: 2 }, 1, C1, 'first'),
+    ...newTurn(R2, 3, 'again'),
+    ...completesWithFinish(R2, 0, { messages: 5, tools: 2 }, 4, C2, 'second'),
+    superseded(R1),
+  ],
+  ...supersededByFinishingRun('second', [row.user('go'), ...finishRows(C1, 'first'), row.user('again'), ...finishRows(C2, 'second')]),
+};
 
 /** The rows of the lifecycle table: completes, fails after start, terminal commit fails, superseded, superseded after complete, fails at entry. */
-export const lifecycleScenarios: readonly RuntimeScenario[] = [
+export const lifecycleScenarios: readonly RuntimeScenario[] = inTopic('lifecycle', [
   {
     name: 'lifecycle/completes',
-    topic: 'lifecycle',
     description:
       'a run that completes fires onAgentComplete and no other terminal hook (rules 8, 30, 33); the start work, each step and the __finish__ completion in order',
-    async run(t) {
-      const a = agent(t, { output: true, steps: [calls(['increment', { by: 2 }]), finish('two')] });
-      await t.result(await t.execute(a, 'count to two', { sessionId: t.sessionId() }));
-    },
+    run: (t) => executeOnce(t, { output: true, steps: [calls(['increment', { by: 2 }]), finish('two')] }, 'count to two'),
     expected: {
       hooks: [
-        at(R1, 0).start('count to two'),
-        at(R1, 0).message(0, row.user('count to two')),
-        at(R1, 0).beforeLLM(2, 2),
-        at(R1, 0).afterLLM('tool_calls'),
-        at(R1, 0).message(1, row.assistant('', toolCall(C1, 'increment', { by: 2 }))),
-        at(R1, 0).beforeTool(C1, 'increment', { by: 2 }),
-        at(R1, 0).state('tool', { count: 2, log: ['+2'] }, 'increment'),
-        at(R1, 0).message(2, row.tool(C1, 'increment', { by: 2 })),
-        at(R1, 0).afterTool(C1, 'increment', { by: 2 }, { by: 2 }),
-        at(R1, 1).beforeLLM(4, 2),
-        at(R1, 1).afterLLM('finish'),
-        at(R1, 1).message(3, row.assistant('', toolCall(C2, '__finish__', { answer: 'two' }))),
-        at(R1, 1).message(4, row.tool(C2, '__finish__', { ok: true })),
-        at(R1, 1).exit('finish_tool', 2, { increment: 1 }),
-        complete(R1, 2, 'finish_tool', { answer: 'two' }),
+        ...newTurn(R1, 0, 'count to two'),
+        ...incrementStep(R1, 0, { messages: 2, tools: 2 }, 1, C1, { by: 2 }, { count: 2, log: ['+2'] }),
+        ...completesWithFinish(R1, 1, { messages: 4, tools: 2 }, 3, C2, 'two', { increment: 1 }),
       ],
-      entries: [{ entry: 'execute', session: S1, run: R1 }],
-      runs: [
-        storedRun(R1, S1, 'start', 'completed', {
-          output: { answer: 'two' },
-          result: { status: 'completed', exitReason: 'finish_tool', output: { answer: 'two' }, steps: 2, state: { count: 2, log: ['+2'] } },
-        }),
-      ],
-      sessions: [
-        storedSession(S1, R1, { count: 2, log: ['+2'] }, [
-          row.user('count to two'),
-          row.assistant('', toolCall(C1, 'increment', { by: 2 })),
-          row.tool(C1, 'increment', { by: 2 }),
-          row.assistant('', toolCall(C2, '__finish__', { answer: 'two' })),
-          row.tool(C2, '__finish__', { ok: true }),
-        ]),
-      ],
+      ...soleRunCompleted({ exitReason: 'finish_tool', output: { answer: 'two' }, steps: 2, state: { count: 2, log: ['+2'] } }, [row.user('count to two'), ...callRows(toolCall(C1, 'increment', { by: 2 }), { by: 2 }), ...finishRows(C2, 'two')]),
     },
   },
   {
     name: 'lifecycle/fails-after-start',
-    topic: 'lifecycle',
     description: 'a run that fails after its start hook fires onAgentFail once, with the error code and recoverable (rules 9, 35); the committed step is kept',
-    async run(t) {
-      const a = agent(t, { output: true, steps: [calls(['increment', { by: 1 }]), { error: { status: 401, message: 'bad key' } }] });
-      await t.result(await t.execute(a, 'go', { sessionId: t.sessionId() }));
-    },
+    run: (t) => executeOnce(t, { output: true, steps: [calls(['increment', { by: 1 }]), { error: { status: 401, message: 'bad key' } }] }),
     expected: {
       hooks: [
-        at(R1, 0).start('go'),
-        at(R1, 0).message(0, row.user('go')),
-        at(R1, 0).beforeLLM(2, 2),
-        at(R1, 0).afterLLM('tool_calls'),
-        at(R1, 0).message(1, row.assistant('', toolCall(C1, 'increment', { by: 1 }))),
-        at(R1, 0).beforeTool(C1, 'increment', { by: 1 }),
-        at(R1, 0).state('tool', { count: 1, log: ['+1'] }, 'increment'),
-        at(R1, 0).message(2, row.tool(C1, 'increment', { by: 1 })),
-        at(R1, 0).afterTool(C1, 'increment', { by: 1 }, { by: 1 }),
-        at(R1, 1).beforeLLM(4, 2),
-        at(R1, 1).afterLLM('fail', 'provider_auth'),
-        fail(R1, 1, 'provider_auth', false),
+        ...newTurn(R1, 0, 'go'),
+        ...incrementStep(R1, 0, { messages: 2, tools: 2 }, 1, C1, { by: 1 }, { count: 1, log: ['+1'] }),
+        ...failsInModelCall(R1, 1, { messages: 4, tools: 2 }, 'provider_auth', false),
       ],
-      entries: [{ entry: 'execute', session: S1, run: R1 }],
-      runs: [
-        storedRun(R1, S1, 'start', 'failed', {
-          error: 'provider_auth',
-          result: { status: 'failed', error: 'provider_auth', steps: 1, state: { count: 1, log: ['+1'] } },
-        }),
-      ],
-      sessions: [
-        storedSession(S1, R1, { count: 1, log: ['+1'] }, [
-          row.user('go'),
-          row.assistant('', toolCall(C1, 'increment', { by: 1 })),
-          row.tool(C1, 'increment', { by: 1 }),
-        ]),
-      ],
+      ...soleRunFailed('provider_auth', 1, { count: 1, log: ['+1'] }, [row.user('go'), ...callRows(toolCall(C1, 'increment', { by: 1 }), { by: 1 })]),
     },
   },
   {
     name: 'lifecycle/terminal-commit-fails',
-    topic: 'lifecycle',
     description:
       'a completing run whose terminal commit fails fires onAgentComplete, then onAgentFail, and ends failed; the complete hook\'s writes are never persisted (rules 43, 44, 45)',
     needs: ['storeFaults'],
     async run(t) {
-      const a = agent(t, {
-        output: true,
-        steps: [finish('done')],
-        layers: [{ hooks: { onAgentComplete: (_p, ctx) => ctx.updateState((d) => void d.log.push('complete-write')) } }],
-      });
+      const a = agent(t, { output: true, steps: [finish('done')], layers: [{ hooks: { onAgentComplete: logs('complete-write') } }] });
       t.faults().inject('terminal_commit');
       await t.result(await t.execute(a, 'go', { sessionId: t.sessionId() }));
     },
     expected: {
       hooks: [
-        at(R1, 0).start('go'),
-        at(R1, 0).message(0, row.user('go')),
-        at(R1, 0).beforeLLM(2, 2),
-        at(R1, 0).afterLLM('finish'),
-        at(R1, 0).message(1, row.assistant('', toolCall(C1, '__finish__', { answer: 'done' }))),
-        at(R1, 0).message(2, row.tool(C1, '__finish__', { ok: true })),
-        at(R1, 0).exit('finish_tool', 1),
-        complete(R1, 1, 'finish_tool', { answer: 'done' }),
+        ...newTurn(R1, 0, 'go'),
+        ...completesWithFinish(R1, 0, { messages: 2, tools: 2 }, 1, C1, 'done'),
         at(R1, 1).state('hook', { count: 0, log: ['complete-write'] }),
         fail(R1, 1, 'state_commit_failed', true),
       ],
-      entries: [{ entry: 'execute', session: S1, run: R1 }],
-      runs: [
-        storedRun(R1, S1, 'start', 'failed', {
-          error: 'state_commit_failed',
-          result: { status: 'failed', error: 'state_commit_failed', steps: 1, state: INITIAL },
-        }),
-      ],
-      sessions: [storedSession(S1, R1, INITIAL, [row.user('go'), row.assistant('', toolCall(C1, '__finish__', { answer: 'done' })), row.tool(C1, '__finish__', { ok: true })])],
+      ...soleRunFailed('state_commit_failed', 1, INITIAL, [row.user('go'), ...finishRows(C1, 'done')]),
     },
   },
   {
     name: 'lifecycle/superseded',
-    topic: 'lifecycle',
     description:
       'a run superseded by a newer execute() on its session fires onAgentSuperseded only (no complete, no fail) and persists nothing more; the newer run drives the session (rules 46, 47, 48, 49)',
     async run(t) {
-      const started = t.deferred('the slow tool started');
-      const gate = t.deferred('the gate');
-      const slow = defineTool({
-        name: 'slow',
-        description: 'Waits for the gate.',
-        inputSchema: z.object({}),
-        execute: async (_input, ctx) => {
-          started.resolve();
-          await gate.wait();
-          ctx.updateState<Counter>((d) => void (d.count = 99));
-          return 'late';
-        },
-      });
-      const sessionId = t.sessionId();
-      const first = agent(t, { output: true, tools: [slow], steps: [calls(['slow', {}]), finish('a', 'finish-a')] });
-      const second = agent(t, { output: true, steps: [finish('b', 'finish-b')] });
-      const a = await t.execute(first, 'first', { sessionId });
-      await started.wait();
-      await t.result(await t.execute(second, 'second', { sessionId }));
-      gate.resolve();
-      await t.result(a);
+      const slow = gatedTool(t, { write: (d) => void (d.count = 99) });
+      await newerExecuteWhileGated(t, { output: true, tools: [slow.tool], steps: [calls(['slow', {}]), finish('a', 'finish-a')] }, slow);
     },
     expected: {
       hooks: [
-        at(R1, 0).start('first'),
-        at(R1, 0).message(0, row.user('first')),
-        at(R1, 0).beforeLLM(2, 2),
-        at(R1, 0).afterLLM('tool_calls'),
-        at(R1, 0).message(1, row.assistant('', toolCall(C1, 'slow', {}))),
-        at(R1, 0).beforeTool(C1, 'slow', {}),
-        at(R2, 0).start('second'),
-        at(R2, 0).message(1, row.user('second')),
-        at(R2, 0).beforeLLM(3, 2),
-        at(R2, 0).afterLLM('finish'),
-        at(R2, 0).message(2, row.assistant('', toolCall(C2, '__finish__', { answer: 'b' }))),
-        at(R2, 0).message(3, row.tool(C2, '__finish__', { ok: true })),
-        at(R2, 0).exit('finish_tool', 1),
-        complete(R2, 1, 'finish_tool', { answer: 'b' }),
-        at(R1, 0).state('tool', { count: 99, log: [] }, 'slow'),
-        at(R1, 0).message(2, row.tool(C1, 'slow', 'late')),
-        at(R1, 0).afterTool(C1, 'slow', {}, 'late'),
+        ...newTurn(R1, 0, 'first'),
+        ...startsCalls(R1, 0, { messages: 2, tools: 2 }, 1, toolCall(C1, 'slow', {})),
+        ...newTurn(R2, 1, 'second'),
+        ...completesWithFinish(R2, 0, { messages: 3, tools: 2 }, 2, C2, 'b'),
+        ...callSucceeds(R1, 0, toolCall(C1, 'slow', {}), [{ count: 99, log: [] }], 2, 'late'),
         superseded(R1),
       ],
-      entries: [
-        { entry: 'execute', session: S1, run: R1 },
-        { entry: 'execute', session: S1, run: R2 },
-      ],
-      runs: [
-        storedRun(R1, S1, 'start', 'superseded', { result: { status: 'superseded', error: 'state_run_superseded' } }),
-        storedRun(R2, S1, 'start', 'completed', {
-          output: { answer: 'b' },
-          result: { status: 'completed', exitReason: 'finish_tool', output: { answer: 'b' }, steps: 1, state: INITIAL },
-        }),
-      ],
-      sessions: [
-        storedSession(S1, R2, INITIAL, [
-          row.user('first'),
-          row.user('second'),
-          row.assistant('', toolCall(C2, '__finish__', { answer: 'b' })),
-          row.tool(C2, '__finish__', { ok: true }),
-        ]),
-      ],
+      ...supersededByFinishingRun('b', [row.user('first'), row.user('second'), ...finishRows(C2, 'b')]),
     },
   },
   {
     name: 'lifecycle/superseded-after-complete',
-    topic: 'lifecycle',
     description:
       'a supersede that lands after onAgentComplete and before the terminal commit fires onAgentComplete, then onAgentSuperseded; the run ends superseded (rules 45, 49)',
-    async run(t) {
-      const sessionId = t.sessionId();
-      const second = agent(t, { output: true, steps: [finish('second', 'finish-2')] });
-      const first = agent(t, {
-        output: true,
-        steps: [finish('first', 'finish-1')],
-        layers: [
-          {
-            hooks: {
-              onAgentComplete: async () => {
-                await t.result(await t.execute(second, 'again', { sessionId }));
-              },
-            },
-          },
-        ],
-      });
-      await t.result(await t.execute(first, 'go', { sessionId }));
-    },
-    expected: {
-      hooks: [
-        at(R1, 0).start('go'),
-        at(R1, 0).message(0, row.user('go')),
-        at(R1, 0).beforeLLM(2, 2),
-        at(R1, 0).afterLLM('finish'),
-        at(R1, 0).message(1, row.assistant('', toolCall(C1, '__finish__', { answer: 'first' }))),
-        at(R1, 0).message(2, row.tool(C1, '__finish__', { ok: true })),
-        at(R1, 0).exit('finish_tool', 1),
-        complete(R1, 1, 'finish_tool', { answer: 'first' }),
-        at(R2, 0).start('again'),
-        at(R2, 0).message(3, row.user('again')),
-        at(R2, 0).beforeLLM(5, 2),
-        at(R2, 0).afterLLM('finish'),
-        at(R2, 0).message(4, row.assistant('', toolCall(C2, '__finish__', { answer: 'second' }))),
-        at(R2, 0).message(5, row.tool(C2, '__finish__', { ok: true })),
-        at(R2, 0).exit('finish_tool', 1),
-        complete(R2, 1, 'finish_tool', { answer: 'second' }),
-        superseded(R1),
-      ],
-      entries: [
-        { entry: 'execute', session: S1, run: R1 },
-        { entry: 'execute', session: S1, run: R2 },
-      ],
-      runs: [
-        storedRun(R1, S1, 'start', 'superseded', { result: { status: 'superseded', error: 'state_run_superseded' } }),
-        storedRun(R2, S1, 'start', 'completed', {
-          output: { answer: 'second' },
-          result: { status: 'completed', exitReason: 'finish_tool', output: { answer: 'second' }, steps: 1, state: INITIAL },
-        }),
-      ],
-      sessions: [
-        storedSession(S1, R2, INITIAL, [
-          row.user('go'),
-          row.assistant('', toolCall(C1, '__finish__', { answer: 'first' })),
-          row.tool(C1, '__finish__', { ok: true }),
-          row.user('again'),
-          row.assistant('', toolCall(C2, '__finish__', { answer: 'second' })),
-          row.tool(C2, '__finish__', { ok: true }),
-        ]),
-      ],
-    },
+    run: (t) => supersedeAfterComplete(t),
+    expected: supersededAfterCompleteTrace,
   },
   {
     name: 'lifecycle/fails-at-entry',
-    topic: 'lifecycle',
     description: 'a run that fails at its run-start commit fires no hook at all and the entry rejects with a typed error; the refused entry changes nothing (rules 10, 11, 12, 34)',
     needs: ['storeFaults'],
     async run(t) {
@@ -285,33 +125,15 @@ export const lifecycleScenarios: readonly RuntimeScenario[] = [
       await t.result(await t.execute(a, 'accepted', { sessionId }));
     },
     expected: {
-      hooks: [
-        at(R1, 0).start('accepted'),
-        at(R1, 0).message(0, row.user('accepted')),
-        at(R1, 0).beforeLLM(2, 2),
-        at(R1, 0).afterLLM('finish'),
-        at(R1, 0).message(1, row.assistant('', toolCall(C1, '__finish__', { answer: 'ok' }))),
-        at(R1, 0).message(2, row.tool(C1, '__finish__', { ok: true })),
-        at(R1, 0).exit('finish_tool', 1),
-        complete(R1, 1, 'finish_tool', { answer: 'ok' }),
-      ],
-      entries: [
-        { entry: 'execute', rejected: 'state_commit_failed' },
-        { entry: 'execute', session: S1, run: R1 },
-      ],
+      hooks: [...newTurn(R1, 0, 'accepted'), ...completesWithFinish(R1, 0, { messages: 2, tools: 2 }, 1, C1, 'ok')],
+      entries: [refused('execute', 'state_commit_failed'), entered('execute', S1, R1)],
       notes: [{ label: 'session after the refused entry', value: false }],
-      runs: [
-        storedRun(R1, S1, 'start', 'completed', {
-          output: { answer: 'ok' },
-          result: { status: 'completed', exitReason: 'finish_tool', output: { answer: 'ok' }, steps: 1, state: INITIAL },
-        }),
-      ],
-      sessions: [storedSession(S1, R1, INITIAL, [row.user('accepted'), row.assistant('', toolCall(C1, '__finish__', { answer: 'ok' })), row.tool(C1, '__finish__', { ok: true })])],
+      runs: [completedRun(R1, S1, 'start', { exitReason: 'finish_tool', output: { answer: 'ok' }, steps: 1, state: INITIAL })],
+      sessions: [storedSession(S1, R1, INITIAL, [row.user('accepted'), ...finishRows(C1, 'ok')])],
     },
   },
   {
     name: 'lifecycle/fails-at-stream-claim',
-    topic: 'lifecycle',
     description: 'a failed stream claim is an entry failure too: no hook fires, the entry rejects, and the run is recorded failed (rule 11)',
     needs: ['storeFaults'],
     async run(t) {
@@ -321,9 +143,9 @@ export const lifecycleScenarios: readonly RuntimeScenario[] = [
     },
     expected: {
       hooks: [],
-      entries: [{ entry: 'execute', rejected: 'stream_closed' }],
+      entries: [refused('execute', 'stream_closed')],
       runs: [storedRun(R1, S1, 'start', 'failed', { error: 'stream_closed' })],
       sessions: [storedSession(S1, R1, INITIAL, [])],
     },
   },
-];
+]);

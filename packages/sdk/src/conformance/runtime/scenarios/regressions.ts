@@ -1,17 +1,11 @@
 // Scenarios runtime-js failed when the suite was first written (each expectation is what the rules say);
 // the runtime was fixed and they are part of the suite, kept together as the regressions they pin.
-import { z } from 'zod';
-import { defineTool } from '../../../define.js';
 import type { AgentHandle } from '../../../runtime/agent-runtime.js';
 import type { ScriptedModel } from '../../../testing/scripted-model.js';
-import { at, by, call, fail, row, run, session, storedRun, storedSession, toolCall } from '../expect.js';
-import { agent, calls, finish, INITIAL, type Counter } from '../fixtures.js';
+import { at, by, C1, C2, fail, R1, row, toolCall } from '../expect.js';
+import { agent, appendToLog, boom, calls, executeOnce, finish, INITIAL, toolWithoutInput } from '../fixtures.js';
+import { allowedCall, callFails, callsTools, newTurn, soleRunFailed, soleRunInterrupted } from '../fragments.js';
 import type { RuntimeScenario } from '../scenario.js';
-
-const R1 = run(1);
-const S1 = session(1);
-const C1 = call(1);
-const C2 = call(2);
 
 /** Scenarios runtime-js once failed: a blocked model call's note fires onMessage, a fail-closed throw leaves a note, a call a stop cancels still fires afterTool. */
 export const regressionScenarios: readonly RuntimeScenario[] = [
@@ -34,16 +28,12 @@ export const regressionScenarios: readonly RuntimeScenario[] = [
     },
     expected: {
       hooks: [
-        at(R1, 0).start('go'),
-        at(R1, 0).message(0, row.user('go')),
+        ...newTurn(R1, 0, 'go'),
         by('guard', at(R1, 0).beforeLLM(2, 2)),
         at(R1, 0).message(1, row.system('Run blocked by an agent hook: prompt contains secrets')),
         fail(R1, 0, 'hook_blocked', false),
       ],
-      entries: [{ entry: 'execute', session: S1, run: R1 }],
-      notes: [{ label: 'model calls', value: 0 }],
-      runs: [storedRun(R1, S1, 'start', 'failed', { error: 'hook_blocked', result: { status: 'failed', error: 'hook_blocked', steps: 0, state: INITIAL } })],
-      sessions: [storedSession(S1, R1, INITIAL, [row.user('go'), row.system('Run blocked by an agent hook: prompt contains secrets')])],
+      ...soleRunFailed('hook_blocked', 0, INITIAL, [row.user('go'), row.system('Run blocked by an agent hook: prompt contains secrets')], [{ label: 'model calls', value: 0 }]),
     },
   },
   {
@@ -51,34 +41,15 @@ export const regressionScenarios: readonly RuntimeScenario[] = [
     topic: 'error policies',
     description:
       'under fail-closed, a throwing beforeLLMCall is treated like a block: no model call, hook_blocked, onAgentFail once, and a system note with the reason (the error message) that fires onMessage (rules 90, 217, C15, D11)',
-    async run(t) {
-      const a = agent(t, {
-        output: true,
-        steps: [finish('never')],
-        layers: [
-          {
-            hooks: {
-              beforeLLMCall: () => {
-                throw new Error('policy service down');
-              },
-            },
-            onError: 'fail-closed',
-          },
-        ],
-      });
-      await t.result(await t.execute(a, 'go', { sessionId: t.sessionId() }));
-    },
+    run: (t) => executeOnce(t, { output: true, steps: [finish('never')], layers: [{ hooks: { beforeLLMCall: boom('policy service down') }, onError: 'fail-closed' }] }),
     expected: {
       hooks: [
-        at(R1, 0).start('go'),
-        at(R1, 0).message(0, row.user('go')),
+        ...newTurn(R1, 0, 'go'),
         at(R1, 0).beforeLLM(2, 2),
         at(R1, 0).message(1, row.system('Run blocked by an agent hook: policy service down')),
         fail(R1, 0, 'hook_blocked', false),
       ],
-      entries: [{ entry: 'execute', session: S1, run: R1 }],
-      runs: [storedRun(R1, S1, 'start', 'failed', { error: 'hook_blocked', result: { status: 'failed', error: 'hook_blocked', steps: 0, state: INITIAL } })],
-      sessions: [storedSession(S1, R1, INITIAL, [row.user('go'), row.system('Run blocked by an agent hook: policy service down')])],
+      ...soleRunFailed('hook_blocked', 0, INITIAL, [row.user('go'), row.system('Run blocked by an agent hook: policy service down')]),
     },
   },
   {
@@ -89,26 +60,16 @@ export const regressionScenarios: readonly RuntimeScenario[] = [
     async run(t) {
       const handleD = t.deferred<AgentHandle>('the handle');
       const quickDone = t.deferred('the quick call finished');
-      const quick = defineTool({
-        name: 'quick',
-        description: 'Finishes before the stop.',
-        inputSchema: z.object({}),
-        execute: (_input, ctx) => {
-          ctx.updateState<Counter>((d) => void d.log.push('quick'));
-          return 'quick done';
-        },
+      const quick = toolWithoutInput('quick', 'Finishes before the stop.', (ctx) => {
+        appendToLog(ctx, 'quick');
+        return 'quick done';
       });
-      const stuck = defineTool({
-        name: 'stuck',
-        description: 'Writes, stops the run, and ends when its abort signal fires.',
-        inputSchema: z.object({}),
-        execute: async (_input, ctx) => {
-          await quickDone.wait();
-          ctx.updateState<Counter>((d) => void d.log.push('stuck-partial'));
-          void handleD.wait().then((h) => h.stop('user pressed stop'));
-          await new Promise((_resolve, reject) => ctx.abortSignal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
-          return 'never';
-        },
+      const stuck = toolWithoutInput('stuck', 'Writes, stops the run, and ends when its abort signal fires.', async (ctx) => {
+        await quickDone.wait();
+        appendToLog(ctx, 'stuck-partial');
+        void handleD.wait().then((h) => h.stop('user pressed stop'));
+        await new Promise((_resolve, reject) => ctx.abortSignal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+        return 'never';
       });
       const a = agent(t, {
         output: true,
@@ -123,31 +84,18 @@ export const regressionScenarios: readonly RuntimeScenario[] = [
     },
     expected: {
       hooks: [
-        at(R1, 0).start('go'),
-        at(R1, 0).message(0, row.user('go')),
-        at(R1, 0).beforeLLM(2, 3),
-        at(R1, 0).afterLLM('tool_calls'),
-        at(R1, 0).message(1, row.assistant('', toolCall(C1, 'quick', {}), toolCall(C2, 'stuck', {}))),
-        at(R1, 0).beforeTool(C1, 'quick', {}),
-        at(R1, 0).state('tool', { count: 0, log: ['quick'] }, 'quick'),
-        at(R1, 0).message(2, row.tool(C1, 'quick', 'quick done')),
-        at(R1, 0).afterTool(C1, 'quick', {}, 'quick done'),
-        at(R1, 0).beforeTool(C2, 'stuck', {}),
-        at(R1, 0).state('tool', { count: 0, log: ['quick', 'stuck-partial'] }, 'stuck'),
-        at(R1, 0).message(3, row.toolError(C2, 'stuck', 'run_stopped')),
-        at(R1, 0).afterToolError(C2, 'stuck', {}, 'run_stopped'),
+        ...newTurn(R1, 0, 'go'),
+        ...callsTools(R1, 0, { messages: 2, tools: 3 }, 1, toolCall(C1, 'quick', {}), toolCall(C2, 'stuck', {})),
+        ...allowedCall(R1, 0, toolCall(C1, 'quick', {}), [{ count: 0, log: ['quick'] }], 2, 'quick done'),
+        ...callFails(R1, 0, toolCall(C2, 'stuck', {}), [{ count: 0, log: ['quick', 'stuck-partial'] }], 3, 'run_stopped'),
         fail(R1, 0, 'run_interrupted', true),
       ],
-      entries: [{ entry: 'execute', session: S1, run: R1 }],
-      runs: [storedRun(R1, S1, 'start', 'interrupted', { error: 'run_interrupted', result: { status: 'interrupted', error: 'run_interrupted', steps: 0, state: { count: 0, log: ['quick'] } } })],
-      sessions: [
-        storedSession(S1, R1, { count: 0, log: ['quick'] }, [
-          row.user('go'),
-          row.assistant('', toolCall(C1, 'quick', {}), toolCall(C2, 'stuck', {})),
-          row.tool(C1, 'quick', 'quick done'),
-          row.toolError(C2, 'stuck', 'run_stopped'),
-        ]),
-      ],
+      ...soleRunInterrupted(0, { count: 0, log: ['quick'] }, [
+        row.user('go'),
+        row.assistant('', toolCall(C1, 'quick', {}), toolCall(C2, 'stuck', {})),
+        row.tool(C1, 'quick', 'quick done'),
+        row.toolError(C2, 'stuck', 'run_stopped'),
+      ]),
     },
   },
 ];

@@ -1,24 +1,28 @@
 // Stops: handle.stop() / interrupt(), stop by session, and the execute abortSignal, during a model call
 // and during tools. A state write persists if and only if the row recording its work persists.
-import { z } from 'zod';
-import { defineTool, type ToolDefinition } from '../../../define.js';
+import type { AgentConfig, ToolContext, ToolDefinition } from '../../../define.js';
 import type { AgentHandle } from '../../../runtime/agent-runtime.js';
 import type { ScriptedStep } from '../../../testing/scripted-model.js';
-import type { Deferred, ScenarioContext } from '../context.js';
-import { at, call, fail, row, run, session, storedRun, storedSession, toolCall } from '../expect.js';
-import { agent, calls, finish, type Counter } from '../fixtures.js';
+import type { ScenarioContext } from '../context.js';
+import { at, C1, fail, R1, row, toolCall } from '../expect.js';
+import { agent, appendToLog, calls, type Counter, finish, inTopic, logs, toolWithoutInput, type TopicScenario } from '../fixtures.js';
+import { allowedCall, callRows, callsTools, modelAttempt, modelCall, newTurn, soleRunInterrupted } from '../fragments.js';
 import type { RuntimeScenario } from '../scenario.js';
-import type { ExpectedTrace } from '../trace.js';
-
-const R1 = run(1);
-const S1 = session(1);
-const C1 = call(1);
+import type { ExpectedTrace, TraceNote } from '../trace.js';
 
 /** How a scenario stops the run. */
 type StopKind = 'handle.stop' | 'handle.interrupt' | 'runtime.stop' | 'abortSignal';
 
-/** Stops the run of `handle` / `sessionId` the way `kind` says, without waiting for it to end; records what stop() resolves with. */
-function stopper(t: ScenarioContext, kind: StopKind): { readonly handle: Deferred<AgentHandle>; readonly sessionId: string; readonly controller: AbortController; stop(): void } {
+/** A run on a new session and the way a scenario stops it. */
+interface Stopper {
+  /** Stops the run the way the kind says, without waiting for it to end; records what stop() resolves with. */
+  stop(): void;
+  /** Executes `a` on 'go' in the session (with the abortSignal for kind abortSignal), waits for its result, then 5 ms more for late hooks. */
+  runToEnd(a: AgentConfig<Counter, unknown>): Promise<void>;
+}
+
+/** A {@link Stopper} of kind `kind` on a new session. */
+function stopper(t: ScenarioContext, kind: StopKind): Stopper {
   const handle = t.deferred<AgentHandle>('the handle');
   const sessionId = t.sessionId();
   const controller = new AbortController();
@@ -33,7 +37,18 @@ function stopper(t: ScenarioContext, kind: StopKind): { readonly handle: Deferre
         : handle.wait().then((h) => (kind === 'handle.stop' ? h.stop('user pressed stop') : h.interrupt('user pressed stop')));
     void stopped.then((result) => t.note(`${kind}() resolved with`, result?.status ?? 'nothing'));
   };
-  return { handle, sessionId, controller, stop };
+  const runToEnd = async (a: AgentConfig<Counter, unknown>): Promise<void> => {
+    const started = await t.execute(a, 'go', { sessionId, ...(kind === 'abortSignal' ? { abortSignal: controller.signal } : {}) });
+    handle.resolve(started);
+    await t.result(started);
+    await t.sleep(5);
+  };
+  return { stop, runToEnd };
+}
+
+/** The note a stop of kind `kind` records: what stop() resolved with (interrupted); none for the abortSignal. */
+function stopNotes(kind: StopKind): TraceNote[] {
+  return kind === 'abortSignal' ? [] : [{ label: `${kind}() resolved with`, value: 'interrupted' }];
 }
 
 /** A model step that stops the run while the call is in progress (the model never answers). */
@@ -46,102 +61,63 @@ function stopsInModelCall(stop: () => void): ScriptedStep {
 
 /** A tool that stops the run while it runs, then finishes anyway (its result is recorded). */
 function stoppingTool(name: string, stop: () => void, options: { readonly finishWith?: boolean } = {}): ToolDefinition {
-  return defineTool({
-    name,
-    description: 'Stops the run, then finishes.',
-    inputSchema: z.object({}),
-    ...(options.finishWith ? { finishWith: true } : {}),
-    execute: async (_input, ctx) => {
-      ctx.updateState<Counter>((d) => void d.log.push(name));
-      stop();
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      return options.finishWith ? { answer: 'from the tool' } : 'finished';
-    },
-  });
+  const execute = async (ctx: ToolContext): Promise<unknown> => {
+    appendToLog(ctx, name);
+    stop();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    return options.finishWith ? { answer: 'from the tool' } : 'finished';
+  };
+  return toolWithoutInput(name, 'Stops the run, then finishes.', execute, options);
 }
 
 /** The expectation of a stop during the first model call (start writes kept, afterLLMCall writes dropped). */
 function stoppedInModelCall(kind: StopKind): ExpectedTrace {
   return {
     hooks: [
-      at(R1, 0).start('go'),
-      at(R1, 0).state('hook', { count: 0, log: ['started'] }),
-      at(R1, 0).message(0, row.user('go')),
-      at(R1, 0).beforeLLM(2, 2),
-      at(R1, 0).afterLLM('fail', 'run_interrupted'),
+      ...newTurn(R1, 0, 'go', [{ count: 0, log: ['started'] }]),
+      ...modelAttempt(R1, 0, { messages: 2, tools: 2 }, 1, 'fail', 'run_interrupted'),
       at(R1, 0).state('hook', { count: 0, log: ['started', 'llm'] }),
       fail(R1, 0, 'run_interrupted', true),
     ],
-    entries: [{ entry: 'execute', session: S1, run: R1 }],
-    notes: kind === 'abortSignal' ? [] : [{ label: `${kind}() resolved with`, value: 'interrupted' }],
-    runs: [storedRun(R1, S1, 'start', 'interrupted', { error: 'run_interrupted', result: { status: 'interrupted', error: 'run_interrupted', steps: 0, state: { count: 0, log: ['started'] } } })],
-    sessions: [storedSession(S1, R1, { count: 0, log: ['started'] }, [row.user('go')])],
+    ...soleRunInterrupted(0, { count: 0, log: ['started'] }, [row.user('go')], stopNotes(kind)),
   };
 }
 
-function modelCallScenario(kind: StopKind): RuntimeScenario {
+function modelCallScenario(kind: StopKind): TopicScenario {
   return {
     name: `stop/${kind}-during-model-call`,
-    topic: 'stop',
     description: `${kind} during a model call: the call ends run_interrupted, onAgentFail(run_interrupted, recoverable), the step's afterLLMCall writes are discarded, the turn's start writes kept (rules 14, 125, 126, 130, C6)`,
     async run(t) {
       const s = stopper(t, kind);
-      const a = agent(t, {
-        output: true,
-        steps: [stopsInModelCall(s.stop)],
-        layers: [{ hooks: { onAgentStart: (_p, ctx) => ctx.updateState((d) => void d.log.push('started')), afterLLMCall: (_p, ctx) => ctx.updateState((d) => void d.log.push('llm')) } }],
-      });
-      const handle = await t.execute(a, 'go', { sessionId: s.sessionId, ...(kind === 'abortSignal' ? { abortSignal: s.controller.signal } : {}) });
-      s.handle.resolve(handle);
-      await t.result(handle);
-      await t.sleep(5);
+      await s.runToEnd(agent(t, { output: true, steps: [stopsInModelCall(s.stop)], layers: [{ hooks: { onAgentStart: logs('started'), afterLLMCall: logs('llm') } }] }));
     },
     expected: stoppedInModelCall(kind),
   };
 }
 
-function toolScenario(kind: StopKind): RuntimeScenario {
+function toolScenario(kind: StopKind): TopicScenario {
   return {
     name: `stop/${kind}-during-tools`,
-    topic: 'stop',
     description: `${kind} while a tool runs: the call that finishes keeps its recorded result and writes, afterLLMCall writes are discarded, the rows land in the terminal commit, the run ends interrupted (rules 125–127, C6)`,
     async run(t) {
       const s = stopper(t, kind);
-      const a = agent(t, {
-        output: true,
-        tools: [stoppingTool('work', s.stop)],
-        steps: [calls(['work', {}]), finish('never')],
-        layers: [{ hooks: { afterLLMCall: (_p, ctx) => ctx.updateState((d) => void d.log.push('llm')) } }],
-      });
-      const handle = await t.execute(a, 'go', { sessionId: s.sessionId, ...(kind === 'abortSignal' ? { abortSignal: s.controller.signal } : {}) });
-      s.handle.resolve(handle);
-      await t.result(handle);
-      await t.sleep(5);
+      await s.runToEnd(agent(t, { output: true, tools: [stoppingTool('work', s.stop)], steps: [calls(['work', {}]), finish('never')], layers: [{ hooks: { afterLLMCall: logs('llm') } }] }));
     },
     expected: {
       hooks: [
-        at(R1, 0).start('go'),
-        at(R1, 0).message(0, row.user('go')),
-        at(R1, 0).beforeLLM(2, 2),
-        at(R1, 0).afterLLM('tool_calls'),
-        at(R1, 0).state('hook', { count: 0, log: ['llm'] }),
+        ...newTurn(R1, 0, 'go'),
+        ...modelCall(R1, 0, { messages: 2, tools: 2 }, 'tool_calls', [{ count: 0, log: ['llm'] }]),
         at(R1, 0).message(1, row.assistant('', toolCall(C1, 'work', {}))),
-        at(R1, 0).beforeTool(C1, 'work', {}),
-        at(R1, 0).state('tool', { count: 0, log: ['llm', 'work'] }, 'work'),
-        at(R1, 0).message(2, row.tool(C1, 'work', 'finished')),
-        at(R1, 0).afterTool(C1, 'work', {}, 'finished'),
+        ...allowedCall(R1, 0, toolCall(C1, 'work', {}), [{ count: 0, log: ['llm', 'work'] }], 2, 'finished'),
         fail(R1, 0, 'run_interrupted', true),
       ],
-      entries: [{ entry: 'execute', session: S1, run: R1 }],
-      notes: kind === 'abortSignal' ? [] : [{ label: `${kind}() resolved with`, value: 'interrupted' }],
-      runs: [storedRun(R1, S1, 'start', 'interrupted', { error: 'run_interrupted', result: { status: 'interrupted', error: 'run_interrupted', steps: 0, state: { count: 0, log: ['work'] } } })],
-      sessions: [storedSession(S1, R1, { count: 0, log: ['work'] }, [row.user('go'), row.assistant('', toolCall(C1, 'work', {})), row.tool(C1, 'work', 'finished')])],
+      ...soleRunInterrupted(0, { count: 0, log: ['work'] }, [row.user('go'), ...callRows(toolCall(C1, 'work', {}), 'finished')], stopNotes(kind)),
     },
   };
 }
 
 /** Both stop kinds during a model call and during tools, with the kept and discarded writes. */
-export const stopScenarios: readonly RuntimeScenario[] = [
+export const stopScenarios: readonly RuntimeScenario[] = inTopic('stop', [
   modelCallScenario('handle.stop'),
   modelCallScenario('abortSignal'),
   modelCallScenario('runtime.stop'),
@@ -149,34 +125,19 @@ export const stopScenarios: readonly RuntimeScenario[] = [
   toolScenario('abortSignal'),
   {
     name: 'stop/finish-with-call-kept',
-    topic: 'stop',
     description: 'a finishWith call that ran before the stop keeps its result and writes, but the stopped run does not complete: it ends interrupted and onExit does not fire (rules 126, 127)',
     async run(t) {
       const s = stopper(t, 'handle.interrupt');
-      const a = agent(t, { output: true, tools: [stoppingTool('report', s.stop, { finishWith: true })], steps: [calls(['report', {}])] });
-      const handle = await t.execute(a, 'go', { sessionId: s.sessionId });
-      s.handle.resolve(handle);
-      await t.result(handle);
-      await t.sleep(5);
+      await s.runToEnd(agent(t, { output: true, tools: [stoppingTool('report', s.stop, { finishWith: true })], steps: [calls(['report', {}])] }));
     },
     expected: {
       hooks: [
-        at(R1, 0).start('go'),
-        at(R1, 0).message(0, row.user('go')),
-        at(R1, 0).beforeLLM(2, 2),
-        at(R1, 0).afterLLM('tool_calls'),
-        at(R1, 0).message(1, row.assistant('', toolCall(C1, 'report', {}))),
-        at(R1, 0).beforeTool(C1, 'report', {}),
-        at(R1, 0).state('tool', { count: 0, log: ['report'] }, 'report'),
-        at(R1, 0).message(2, row.tool(C1, 'report', { answer: 'from the tool' })),
-        at(R1, 0).afterTool(C1, 'report', {}, { answer: 'from the tool' }),
+        ...newTurn(R1, 0, 'go'),
+        ...callsTools(R1, 0, { messages: 2, tools: 2 }, 1, toolCall(C1, 'report', {})),
+        ...allowedCall(R1, 0, toolCall(C1, 'report', {}), [{ count: 0, log: ['report'] }], 2, { answer: 'from the tool' }),
         fail(R1, 0, 'run_interrupted', true),
       ],
-      entries: [{ entry: 'execute', session: S1, run: R1 }],
-      notes: [{ label: 'handle.interrupt() resolved with', value: 'interrupted' }],
-      runs: [storedRun(R1, S1, 'start', 'interrupted', { error: 'run_interrupted', result: { status: 'interrupted', error: 'run_interrupted', steps: 0, state: { count: 0, log: ['report'] } } })],
-      sessions: [storedSession(S1, R1, { count: 0, log: ['report'] }, [row.user('go'), row.assistant('', toolCall(C1, 'report', {})), row.tool(C1, 'report', { answer: 'from the tool' })])],
+      ...soleRunInterrupted(0, { count: 0, log: ['report'] }, [row.user('go'), ...callRows(toolCall(C1, 'report', {}), { answer: 'from the tool' })], stopNotes('handle.interrupt')),
     },
   },
-];
-
+]);
