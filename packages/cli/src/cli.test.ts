@@ -1,26 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { fileBucket, kvNamespace } from '@helix-agents/sdk/hooks';
 import { SqliteDatabase, SqliteFileStore, SqliteKVStore } from '@helix-agents/store-sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
+import { fixture, io, runOptions } from './__tests__/cli-harness.js';
 import { runCli } from './cli.js';
 import { runCommand, type RunOptions } from './run.js';
 
-const fixture = (name: string) => fileURLToPath(new URL(`../test-fixtures/${name}`, import.meta.url));
-
-function io(env: NodeJS.ProcessEnv = {}) {
-  const out: string[] = [];
-  const err: string[] = [];
-  return {
-    out,
-    err,
-    stdout: () => out.join(''),
-    stderr: () => err.join(''),
-    io: { stdout: { write: (t: string) => void out.push(t) }, stderr: { write: (t: string) => void err.push(t) }, env },
-  };
-}
 
 const folders: string[] = [];
 afterEach(() => {
@@ -94,18 +81,7 @@ describe('helix: clear errors and exit codes', () => {
 });
 
 describe('helix run (in process, SQLite in a temporary folder)', () => {
-  const base = (database: string, overrides: Partial<RunOptions> = {}): RunOptions => ({
-    dir: fixture('valid'),
-    agent: 'helper',
-    message: 'please explode',
-    model: 'scripted',
-    purpose: 'live',
-    mode: 'chat',
-    hookWaitMs: 10_000,
-    database,
-    plain: true,
-    ...overrides,
-  });
+  const base = (database: string, overrides: Partial<RunOptions> = {}): RunOptions => runOptions('please explode', database, overrides);
 
   it('streams the turn, logs a throwing hook on stderr, and keeps hook kv and files durable across runs', async () => {
     const database = join(tempDir(), 'helix.db');

@@ -2,38 +2,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { io, runOptions } from './__tests__/cli-harness.js';
 import { runCli } from './cli.js';
 import { runCommand, type RunOptions } from './run.js';
 import { printSessionDetails, type SessionDetails } from './sessions.js';
 
-const VALID = fileURLToPath(new URL('../test-fixtures/valid', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'helix-sessions-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-function io() {
-  const out: string[] = [];
-  const err: string[] = [];
-  return {
-    stdout: () => out.join(''),
-    stderr: () => err.join(''),
-    io: { stdout: { write: (t: string) => void out.push(t) }, stderr: { write: (t: string) => void err.push(t) }, env: {} },
-  };
-}
-
-const options = (database: string, overrides: Partial<RunOptions> = {}): RunOptions => ({
-  dir: VALID,
-  agent: 'helper',
-  message: 'first message',
-  model: 'scripted',
-  purpose: 'live',
-  mode: 'chat',
-  hookWaitMs: 10_000,
-  database,
-  plain: true,
-  ...overrides,
-});
+const options = (database: string, overrides: Partial<RunOptions> = {}): RunOptions => runOptions('first message', database, overrides);
 
 describe('helix sessions', () => {
   it('lists the sessions of a project store and shows one: runs, transcript, hook decisions, usage', async () => {

@@ -1,11 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { defineAgent, JSAgentExecutor, silentLogger } from '@helix-agents/sdk';
 import type { LLMAdapter, LLMStepRequest, StepResult, StreamChunk } from '@helix-agents/sdk';
 import { createScriptedModel } from '@helix-agents/sdk/testing';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useTempDatabases } from './__tests__/temp-databases.js';
 import { openSqliteStores } from './open.js';
+
+const temp = useTempDatabases('helix-sqlite-exec-');
 
 /** A model that answers every call with one text reply (the test is about persistence, not the model). */
 class EchoAdapter implements LLMAdapter {
@@ -20,14 +20,8 @@ class EchoAdapter implements LLMAdapter {
 }
 
 describe('JSAgentExecutor over the SQLite stores', () => {
-  let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'helix-sqlite-exec-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
   it('runs a turn, and a fresh process (a new connection) finds its conversation, checkpoints, stream and usage', async () => {
-    const path = join(dir, 'helix.db');
+    const path = temp.path();
     const agent = defineAgent({ name: 'echo', llmConfig: { model: createScriptedModel([]) } });
     const first = openSqliteStores({ path });
     const executor = new JSAgentExecutor(first.stateStore, first.streamManager, new EchoAdapter(), { logger: silentLogger });

@@ -1,14 +1,16 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
 import { defineAgent, defineTool, JSAgentExecutor, silentLogger, type AgentResult } from '@helix-agents/sdk';
 import { createScriptedModel, type ScriptedStep } from '@helix-agents/sdk/testing';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useTempDatabases } from './__tests__/temp-databases.js';
 import { openSqliteStores, type SqliteStores } from './open.js';
+
+const temp = useTempDatabases('helix-sqlite-faults-');
 
 // Issue 14 item 13 (SQLite): the file locked by another process past the busy timeout, and a full disk
 // (a size-limited tmpfs mounted by the test). Each gives a typed error, the run is recovered, nothing committed is lost.
@@ -71,14 +73,8 @@ function expectTyped(result: AgentResult): void {
 }
 
 describe('SQLite store faults', () => {
-  let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'helix-sqlite-faults-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
   it('the file locked by another process past the busy timeout: a typed error, the run recovered, nothing committed lost', async () => {
-    const path = join(dir, 'helix.db');
+    const path = temp.path();
     const stores = openSqliteStores({ path, busyTimeoutMs: 100 });
     let locker: ChildProcess | undefined;
     try {
@@ -125,7 +121,7 @@ describe('SQLite store faults', () => {
 
   it('a full disk (a 2 MiB tmpfs): a typed error, the run recovered once space is freed, nothing committed lost', async () => {
     expect(canMount, 'this test mounts a tmpfs and needs root').toBe(true);
-    const mnt = join(dir, 'small');
+    const mnt = join(temp.folder(), 'small');
     mkdirSync(mnt);
     const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', mnt]);
     expect(mounted.status, mounted.stderr.toString()).toBe(0);

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
 import { defineAgent, defineTool, InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, RunSupersededError, silentLogger, type LLMAdapter, type StateStore } from '../index.js';
+import type { AgentHooks } from '../hooks/types.js';
 import type { Commit, JournalEntry } from '../store.js';
 import { createScriptedModel } from '../testing/index.js';
 import { counterAgent, setup, textAgent, type Counter } from './harness.js';
@@ -114,19 +115,26 @@ describe('stop vs loop guards', () => {
   });
 });
 
+type StateChangeHook = AgentHooks<Counter, string>['onStateChange'];
+
+/** onAgentStart writes count = 42, then throws (fail-run); `onStateChange` observes. */
+function writeThenFailAgent(onStateChange: StateChangeHook) {
+  return textAgent([{ text: 'x' }], {
+    hooks: {
+      onAgentStart: (_p, ctx) => {
+        ctx.updateState((d) => void (d.count = 42));
+        throw new Error('start broke');
+      },
+      onStateChange,
+    },
+  });
+}
+
 describe('onStateChange for a write whose handler fails the run', () => {
   it('onAgentStart writes then throws (fail-run): onStateChange does not fire for the discarded write', async () => {
     const seen: unknown[] = [];
     const { executor } = setup();
-    const agent = textAgent([{ text: 'x' }], {
-      hooks: {
-        onAgentStart: (_p, ctx) => {
-          ctx.updateState((d) => void (d.count = 42));
-          throw new Error('start broke');
-        },
-        onStateChange: (p) => void seen.push(p.newState),
-      },
-    });
+    const agent = writeThenFailAgent((p) => void seen.push(p.newState));
     const result = await (await executor.execute(agent, 'go')).result();
     expect(result.error?.code).toBe('hook_failed');
     expect((result.state as Counter).count).toBe(0);
@@ -135,16 +143,8 @@ describe('onStateChange for a write whose handler fails the run', () => {
 
   it('... and when that onStateChange throws too, the run reports the hook that failed first', async () => {
     const { executor } = setup();
-    const agent = textAgent([{ text: 'x' }], {
-      hooks: {
-        onAgentStart: (_p, ctx) => {
-          ctx.updateState((d) => void (d.count = 42));
-          throw new Error('start broke');
-        },
-        onStateChange: () => {
-          throw new Error('observer broke');
-        },
-      },
+    const agent = writeThenFailAgent(() => {
+      throw new Error('observer broke');
     });
     const result = await (await executor.execute(agent, 'go')).result();
     expect(result.error?.details?.['hook']).toBe('onAgentStart');

@@ -767,6 +767,19 @@ function checkRecords(model: Model): void {
 describe('session rules: properties over any sequence of transitions', () => {
   const sequences = fc.array(opArb, { minLength: 1, maxLength: 40 });
 
+  /** Over `numRuns` random sequences, runs each op on a fresh model at T0 + 100 ms per op, through `visit`. */
+  const forEachOp = (numRuns: number, visit: (model: Model, op: Op, now: number) => void): void => {
+    fc.assert(
+      fc.property(sequences, (ops) => {
+        const model = emptyModel();
+        ops.forEach((op, i) => visit(model, op, T0 + i * 100));
+      }),
+      { numRuns },
+    );
+  };
+  /** The records of a model, as a value to compare. */
+  const recordsOf = (model: Model) => ({ session: model.session, runs: [...model.runs.entries()], checkpoints: model.checkpoints, messages: model.messages, journal: [...model.journal.entries()] });
+
   it('any sequence of transitions keeps the version strictly increasing, by one per accepted K1 or commit', () => {
     fc.assert(
       fc.property(sequences, (ops) => {
@@ -785,43 +798,25 @@ describe('session rules: properties over any sequence of transitions', () => {
   });
 
   it('a refused transition returns no new record and changes nothing', () => {
-    fc.assert(
-      fc.property(sequences, (ops) => {
-        const model = emptyModel();
-        ops.forEach((op, i) => {
-          const before = structuredClone({ session: model.session, runs: [...model.runs.entries()], checkpoints: model.checkpoints, messages: model.messages, journal: [...model.journal.entries()] });
-          const accepted = step(model, op, T0 + i * 100);
-          if (!accepted) {
-            expect({ session: model.session, runs: [...model.runs.entries()], checkpoints: model.checkpoints, messages: model.messages, journal: [...model.journal.entries()] }).toEqual(before);
-          }
-        });
-      }),
-      { numRuns: 300 },
-    );
+    forEachOp(300, (model, op, now) => {
+      const before = structuredClone(recordsOf(model));
+      const accepted = step(model, op, now);
+      if (!accepted) {
+        expect(recordsOf(model)).toEqual(before);
+      }
+    });
   });
 
   it('a step index commits at most once per run, and the step counts follow the committed steps', () => {
-    fc.assert(
-      fc.property(sequences, (ops) => {
-        const model = emptyModel();
-        ops.forEach((op, i) => {
-          step(model, op, T0 + i * 100);
-          checkRecords(model);
-        });
-      }),
-      { numRuns: 300 },
-    );
+    forEachOp(300, (model, op, now) => {
+      step(model, op, now);
+      checkRecords(model);
+    });
   });
 
   it('a write is accepted only from the current, running run at its epoch; the rules never change their inputs', () => {
     // step() deep-freezes every input it passes (a write into one throws) and checks the fence of every accepted write.
-    fc.assert(
-      fc.property(sequences, (ops) => {
-        const model = emptyModel();
-        ops.forEach((op, i) => step(model, op, T0 + i * 100));
-      }),
-      { numRuns: 200 },
-    );
+    forEachOp(200, (model, op, now) => void step(model, op, now));
   });
 
   it('replaying the same sequence gives the same records (the rules are pure)', () => {
