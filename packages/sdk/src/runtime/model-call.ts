@@ -223,30 +223,27 @@ function warnOnce(run: Run, warned: Set<string>, error: AgentErrorInfo, attempt:
  */
 export async function modelReply(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
   const toolsByName = run.setup.agent.toolsByName;
-  // An agent without side-effecting tools never needs its replies recorded, and a recovered run has none to replay.
-  if (!hasSideEffectTools(run.setup.agent.tools) && !run.recorder.has({ kind: 'model_reply', step: run.stepCount })) {
+  const ask = async (): Promise<StepSuccess> => {
     const reply = await callModel(run, adapter, warned, scope);
     await run.appendMessage(assistantMessage(reply), scope);
     return reply;
-  }
+  };
+  // An agent without side-effecting tools never needs its replies recorded, and a recovered run has none to replay.
+  if (!hasSideEffectTools(run.setup.agent.tools) && !run.recorder.has({ kind: 'model_reply', step: run.stepCount })) return ask();
   let live: StepSuccess | undefined;
   const outcome = await run.recorder.replayOrRun(
     { kind: 'model_reply', step: run.stepCount },
     modelReplyRecord,
     async () => {
-      const reply = await callModel(run, adapter, warned, scope);
-      live = reply;
-      await run.appendMessage(assistantMessage(reply), scope);
-      const { text, toolCalls, finishReason, model, usage, reasoning } = reply;
+      live = await ask();
+      const { text, toolCalls, finishReason, model, usage, reasoning } = live;
       const kept: StepSuccess = { ok: true, text, toolCalls, finishReason, model, ...(usage ? { usage } : {}), ...(reasoning === undefined ? {} : { reasoning }) };
       return { reply: kept, patches: run.work.patchesOf(STEP_OWNER) };
     },
     { persist: ({ reply }) => reply.toolCalls.some((c) => c.name !== FINISH_TOOL_NAME && toolsByName.get(c.name)?.sideEffects === true) },
   );
-  if (outcome.status !== 'replayed') {
-    if (outcome.status === 'ran') return live ?? outcome.value.reply;
-    throw new AgentError('run_internal_error', 'A model reply cannot be interrupted.');
-  }
+  if (outcome.status === 'ran') return live ?? outcome.value.reply;
+  if (outcome.status === 'interrupted') throw new AgentError('run_internal_error', 'A model reply cannot be interrupted.');
   run.work.applyRecorded(outcome.value.patches, STEP_OWNER);
   await run.appendMessage(assistantMessage(outcome.value.reply), run.runScope, false);
   return outcome.value.reply;
