@@ -1,0 +1,76 @@
+import { JSAgentExecutor, type AgentHandle, type JSAgentExecutorOptions, type LLMAdapter, type RecoverOptions, type StreamManager, type UsageStore } from '@helix-agents/sdk';
+import type { StateStore } from '@helix-agents/sdk/store';
+import { DBOSRunHost } from './host.js';
+
+/** Options of a {@link DBOSAgentExecutor}: runtime-js's, less `host`, plus a name and a usage store. */
+export interface DBOSAgentExecutorOptions extends Omit<JSAgentExecutorOptions, 'host'> {
+  /**
+   * The executor's name, the same on every worker (default `helix`). A run's workflow carries it, so the
+   * worker that recovers the workflow finds the executor (its agents, hooks and stores) to continue it with.
+   */
+  readonly name?: string;
+  /**
+   * Where every run's usage goes (default: the state store when it is also a usage store, as the Postgres
+   * store is, so usage lands in the same commit as the step). Per-call usage stores are refused: a run may
+   * continue on a worker that does not have one.
+   */
+  readonly usageStore?: UsageStore;
+}
+
+function isUsageStore(value: unknown): value is UsageStore {
+  const candidate = value as Partial<UsageStore> | undefined;
+  return typeof candidate?.record === 'function' && typeof candidate.getRollup === 'function';
+}
+
+/**
+ * runtime-dbos: the same agents, hooks and loop as {@link JSAgentExecutor}, with every run a DBOS
+ * workflow (workflow id = run id) whose steps are the run's entry and its committed loop steps. Entries
+ * (execute, send, resume, approve, reject, submitToolResult, retry) work from any worker; a worker that
+ * dies is replaced by another, which continues its runs from their last commits (see `launchDBOSWorker`).
+ *
+ * Make it after `launchDBOSWorker` (or `DBOS.launch()`) on every worker, with the same `name`, the same
+ * agents and the same stores. Hooks belong on agents (or a hook manager given to the agents): per-call
+ * `hooks` and `hookManager` are refused, because another worker could not run them.
+ */
+export class DBOSAgentExecutor extends JSAgentExecutor {
+  readonly #host: DBOSRunHost;
+
+  constructor(stateStore: StateStore, streamManager: StreamManager, llmAdapter: LLMAdapter, options: DBOSAgentExecutorOptions = {}) {
+    const { name = 'helix', usageStore, ...rest } = options;
+    let self: DBOSAgentExecutor | undefined;
+    const host = new DBOSRunHost(
+      name,
+      () => {
+        if (!self) throw new Error('the DBOSAgentExecutor is not constructed yet');
+        return self;
+      },
+      usageStore ?? (isUsageStore(stateStore) ? stateStore : undefined),
+    );
+    super(stateStore, streamManager, llmAdapter, { ...rest, host });
+    self = this;
+    this.#host = host;
+  }
+
+  /** Runs whose loop this worker holds right now. */
+  get localRuns(): number {
+    return this.#host.localRuns;
+  }
+
+  /**
+   * Registers `options.agents` (so this worker can continue their runs). Recovery itself is DBOS's:
+   * a restarted worker recovers its own workflows at launch, and `launchDBOSWorker`'s sweep hands the
+   * workflows of dead workers to the survivors. Returns no handles: recovered runs are continued by
+   * whichever worker dequeues their workflow.
+   */
+  override async recover(options: RecoverOptions): Promise<AgentHandle[]> {
+    const agents = options.agents instanceof Map ? [...options.agents.values()] : options.agents;
+    for (const agent of agents) this.registerAgent(agent);
+    return [];
+  }
+
+  /** Closes hooks (as runtime-js does) and removes this executor from the worker. */
+  override async close(): Promise<void> {
+    await super.close();
+    this.#host.close();
+  }
+}
