@@ -37,17 +37,9 @@ export class DBOSAgentExecutor extends JSAgentExecutor {
 
   constructor(stateStore: StateStore, streamManager: StreamManager, llmAdapter: LLMAdapter, options: DBOSAgentExecutorOptions = {}) {
     const { name = 'helix', usageStore, ...rest } = options;
-    let self: DBOSAgentExecutor | undefined;
-    const host = new DBOSRunHost(
-      name,
-      () => {
-        if (!self) throw new Error('the DBOSAgentExecutor is not constructed yet');
-        return self;
-      },
-      usageStore ?? (isUsageStore(stateStore) ? stateStore : undefined),
-    );
+    const host = new DBOSRunHost(name, usageStore ?? (isUsageStore(stateStore) ? stateStore : undefined));
     super(stateStore, streamManager, llmAdapter, { ...rest, host });
-    self = this;
+    host.attach(this);
     this.#host = host;
   }
 
@@ -71,6 +63,6 @@ export class DBOSAgentExecutor extends JSAgentExecutor {
   /** Closes hooks (as runtime-js does) and removes this executor from the worker. */
   override async close(): Promise<void> {
     await super.close();
-    this.#host.close();
+    await this.#host.close();
   }
 }

@@ -104,18 +104,29 @@ function plain(result: AgentResult): AgentResult {
  */
 export class DBOSRunHost implements RunHost {
   readonly #name: string;
-  readonly #executor: () => HostedExecutor;
+  #hosted: HostedExecutor | undefined;
   readonly #usageStore: UsageStore | undefined;
   #launcher: RunLauncher | undefined;
   readonly #pending = new Map<string, PendingEntry>();
   readonly #local = new Map<string, LocalRun>();
+  /** Workflows started here, until they finish (close() waits for them). */
+  readonly #workflows = new Set<Promise<void>>();
 
-  constructor(name: string, executor: () => HostedExecutor, usageStore: UsageStore | undefined) {
+  constructor(name: string, usageStore: UsageStore | undefined) {
     if (hosts.has(name)) throw new ConfigError(`A DBOSAgentExecutor named "${name}" already exists in this process; give each its own name.`, { executor: name });
     this.#name = name;
-    this.#executor = executor;
     this.#usageStore = usageStore;
     hosts.set(name, this);
+  }
+
+  /** The executor whose stores, agents and lease this host uses (set once it is constructed). */
+  attach(executor: HostedExecutor): void {
+    this.#hosted = executor;
+  }
+
+  #executor(): HostedExecutor {
+    if (!this.#hosted) throw new ConfigError('The DBOS run host has no executor attached.');
+    return this.#hosted;
   }
 
   bind(launcher: RunLauncher): void {
@@ -139,6 +150,12 @@ export class DBOSRunHost implements RunHost {
     const entered = new Promise<AgentHandle>((resolve, reject) => this.#pending.set(request.runId, { request, resolve, reject }));
     try {
       const workflow = await outsideDBOS(() => DBOS.startWorkflow(runWorkflow, { workflowID: request.runId })(input));
+      const finished = workflow.getResult().then(
+        () => undefined,
+        () => undefined,
+      );
+      this.#workflows.add(finished);
+      void finished.then(() => this.#workflows.delete(finished));
       // A workflow that fails before its entry step answers (a DBOS error) must not leave the caller waiting.
       return await Promise.race([entered, workflow.getResult().then((): never => {
         throw new AgentError('run_internal_error', `The workflow of run ${request.runId} ended before its entry answered.`);
@@ -232,8 +249,18 @@ export class DBOSRunHost implements RunHost {
     return this.#launcher;
   }
 
-  /** Forgets this host (the executor closed). Runs it holds are abandoned here; their workflows continue on recovery. */
-  close(): void {
+  /**
+   * Waits (up to `waitMs`, 2 s by default) for the workflows started here to finish, then forgets this host. Runs still
+   * going are abandoned here; their workflows continue on whichever worker recovers them.
+   */
+  async close(waitMs = 2_000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, waitMs);
+      timer.unref();
+    });
+    await Promise.race([Promise.all([...this.#workflows]), timeout]);
+    clearTimeout(timer);
     if (hosts.get(this.#name) === this) hosts.delete(this.#name);
   }
 }
