@@ -1,4 +1,5 @@
-import { JSAgentExecutor, type AgentHandle, type JSAgentExecutorOptions, type LLMAdapter, type RecoverOptions, type StreamManager, type UsageStore } from '@helix-agents/sdk';
+import { DBOS } from '@dbos-inc/dbos-sdk';
+import { JSAgentExecutor, type AgentHandle, type AgentResult, type JSAgentExecutorOptions, type LLMAdapter, type RecoverOptions, type StreamManager, type UsageStore } from '@helix-agents/sdk';
 import type { StateStore } from '@helix-agents/sdk/store';
 import { DBOSRunHost } from './host.js';
 
@@ -58,6 +59,45 @@ export class DBOSAgentExecutor extends JSAgentExecutor {
     const agents = options.agents instanceof Map ? [...options.agents.values()] : options.agents;
     for (const agent of agents) this.registerAgent(agent);
     return [];
+  }
+
+  /**
+   * Stops the session's running run: here when this worker runs it (as on runtime-js), otherwise by
+   * cancelling its workflow, which the worker running it sees within about a second; that worker ends the
+   * run as stopped (interrupted, with its terminal hooks). Resolves with the run's result once it ended
+   * (or undefined when nothing runs on the session, or it did not end within `waitMs`, 30 s by default).
+   */
+  override async stop(sessionId: string, reason?: string, waitMs = 30_000): Promise<AgentResult | undefined> {
+    const here = await super.stop(sessionId, reason);
+    if (here) return here;
+    const session = await this.getSession(sessionId);
+    const runId = session?.currentRunId;
+    const run = runId === undefined ? undefined : await this.getRun(runId);
+    if (!run || run.status !== 'running') return undefined;
+    await DBOS.cancelWorkflow(run.runId);
+    const deadline = Date.now() + waitMs;
+    while (Date.now() < deadline) {
+      const now = await this.getRun(run.runId);
+      if (now && now.status !== 'running') {
+        const latest = await this.getSession(sessionId);
+        return {
+          status: now.status,
+          sessionId,
+          runId: now.runId,
+          state: latest?.state,
+          stepCount: now.stepCount,
+          durationMs: (now.endedAt ?? Date.now()) - now.startedAt,
+          ...(now.error === undefined ? {} : { error: now.error }),
+        };
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return undefined;
+  }
+
+  /** The same as {@link stop}. */
+  override async interrupt(sessionId: string, reason?: string): Promise<AgentResult | undefined> {
+    return this.stop(sessionId, reason);
   }
 
   /** Closes hooks (as runtime-js does) and removes this executor from the worker. */

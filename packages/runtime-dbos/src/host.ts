@@ -72,11 +72,20 @@ async function hostNamed(name: string): Promise<DBOSRunHost> {
 async function helixRunWorkflow(input: RunWorkflowInput): Promise<RunWorkflowOutput> {
   const entry = await DBOS.runStep(async () => (await hostNamed(input.executor)).entryStep(input), { name: 'helix.entry' });
   if (!entry.ok) return { status: 'refused', error: entry.error };
-  for (;;) {
-    const step = await DBOS.runStep(async () => (await hostNamed(input.executor)).advanceStep(input), { name: 'helix.step' });
-    if (step.ended) return { status: 'ended', result: step.result };
+  try {
+    for (;;) {
+      const step = await DBOS.runStep(async () => (await hostNamed(input.executor)).advanceStep(input), { name: 'helix.step' });
+      if (step.ended) return { status: 'ended', result: step.result };
+    }
+  } catch (error) {
+    // Cancelled between two steps (a stop from another process): the loop held here ends as stopped.
+    await hosts.get(input.executor)?.stopHeld(input.runId, STOPPED_ELSEWHERE);
+    throw error;
   }
 }
+
+/** The reason of a run stopped from a process other than the one running it. */
+const STOPPED_ELSEWHERE = 'The run was stopped from another process.';
 
 /** The registered workflow (registered when this module loads, which is before DBOS.launch() in any program that imports it). */
 export const runWorkflow = DBOS.registerWorkflow(helixRunWorkflow, { name: 'helix.run' });
@@ -192,10 +201,30 @@ export class DBOSRunHost implements RunHost {
   async advanceStep(input: RunWorkflowInput): Promise<AdvanceOutcome> {
     const local = this.#local.get(input.runId) ?? (await this.#continueHere(input));
     if (!local) return { ended: true, result: await this.#storedResult(input) };
-    const ended = await local.pacer.advance();
+    // A stop from another process cancels the workflow; DBOS tells the running step, which stops the loop.
+    const cancelled = DBOS.stepStatus?.cancelSignal;
+    const stop = () => void local.handle.stop(STOPPED_ELSEWHERE);
+    if (cancelled?.aborted) stop();
+    cancelled?.addEventListener('abort', stop, { once: true });
+    let ended: boolean;
+    try {
+      ended = await local.pacer.advance();
+    } finally {
+      cancelled?.removeEventListener('abort', stop);
+    }
     if (!ended) return { ended: false };
     this.#local.delete(input.runId);
     return { ended: true, result: plain(await local.handle.result()) };
+  }
+
+  /** Stops a run whose loop is held here between two workflow steps and lets it run to its end. */
+  async stopHeld(runId: string, reason: string): Promise<void> {
+    const local = this.#local.get(runId);
+    if (!local) return;
+    const done = local.handle.stop(reason);
+    while (!(await local.pacer.advance()));
+    await done;
+    this.#local.delete(runId);
   }
 
   /** Claims the run (it may still hold a dead worker's lease) and continues it here, from its last commit; undefined when it already ended. */

@@ -10,7 +10,7 @@ import { silentLogger } from '@helix-agents/sdk';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
 import { afterAll, expect, it } from 'vitest';
 import { DBOSAgentExecutor } from './index.js';
-import { createApprovalAgent } from './__tests__/approval-agent.js';
+import { createApprovalAgent, createSlowAgent } from './__tests__/approval-agent.js';
 import { useDBOSHarness } from './__tests__/harness.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -65,5 +65,28 @@ it('a run suspended for approval in one process, which then exits, is approved f
   const ran = readFileSync(effects, 'utf8').trim().split('\n');
   expect(ran).toHaveLength(1);
   expect(JSON.parse(ran[0]!)).toMatchObject({ pid: process.pid, target: 'prod' });
+  await executor.close();
+}, 60_000);
+
+it('stop() from a process that does not run the run cancels its workflow; the worker running it ends the run interrupted, and onAgentFail fires with run_interrupted', async () => {
+  const schema = harness.unique('stop');
+  const stores = await harness.open(schema);
+  const hooks = join(dir, 'slow.jsonl');
+  const runner = childWorker(['slow', harness.systemDatabaseUrl, 'runner', harness.postgres.connectionString, schema, 'slow-1', hooks]);
+  // Wait until the child's tool is running.
+  const deadline = Date.now() + 30_000;
+  while (!(existsSync(hooks) && readFileSync(hooks, 'utf8').includes('beforeTool')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  const executor = new DBOSAgentExecutor(stores.stateStore, stores.streamManager, new VercelAIAdapter(), { logger: silentLogger, name: harness.unique('stopper') });
+  const started = Date.now();
+  const stopped = await executor.stop('slow-1');
+  expect(stopped, `runner: ${runner.out()} ${runner.err()}`).toMatchObject({ status: 'interrupted', sessionId: 'slow-1' });
+  expect(Date.now() - started).toBeLessThan(10_000);
+  expect(await runner.exited, runner.err()).toBe(0);
+  expect(JSON.parse(runner.out())).toMatchObject({ status: 'interrupted' });
+  const points = readFileSync(hooks, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { point: string }).point);
+  expect(points).toContain('onAgentFail:run_interrupted');
+  expect(points).not.toContain('onAgentComplete');
+  // Nothing runs on the session any more: a second stop finds nothing.
+  expect(await executor.stop('slow-1')).toBeUndefined();
   await executor.close();
 }, 60_000);
