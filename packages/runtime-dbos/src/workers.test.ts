@@ -10,7 +10,7 @@ import { silentLogger } from '@helix-agents/sdk';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
 import { afterAll, expect, it } from 'vitest';
 import { DBOSAgentExecutor } from './index.js';
-import { createApprovalAgent, createSlowAgent } from './__tests__/approval-agent.js';
+import { createApprovalAgent } from './__tests__/approval-agent.js';
 import { useDBOSHarness } from './__tests__/harness.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
