@@ -43,6 +43,7 @@ export { JSAgentExecutor } from './runtime/executor.js';
 export type { JSAgentExecutorOptions, RunStartedInfo } from './runtime/executor.js';
 export type { AgentRuntime, ExecuteOptions, AgentHandle, RecoverOptions, RunCallOptions, ResumeOptions, RetryOptions, ToolResultSubmission, ApprovalDecision } from './runtime/agent-runtime.js';
 export type { AuditHooks } from './runtime/hook-dispatch.js';
+export type { RunHost, HostedBegin } from './runtime/run-host.js';
 export type { AgentResult } from './runtime/result.js';
 export { consoleLogger, silentLogger } from './runtime/logger.js';
 export type { Logger } from './runtime/logger.js';
