@@ -36,7 +36,8 @@ export interface McpHttpTransportOptions {
 /** What {@link connectMcpServer} takes. */
 export interface ConnectMcpServerOptions {
   /**
-   * The local name of this server: 1-32 letters, digits, `-` or `_` (no `__`, not at either end). Every tool
+   * The local name of this server: 1-32 letters, digits, `-` or `_`, starting with a letter or digit, with no
+   * `__` and no `_` at the end. Every tool
    * of the server is offered to the model as `<name>__<tool>`, so it cannot collide with a tool of yours.
    */
   readonly name: string;

@@ -1,7 +1,8 @@
 // MCP tools in helix runs, against the fixture server (the official SDK's McpServer) in a child process,
 // over stdio and over Streamable HTTP on 127.0.0.1: every hook and guard applies to them as to any tool.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createHookManager, defineAgent, guardPolicy, InMemoryStateStore, type JournalEntry, type StreamChunk, type ToolDefinition } from '@helix-agents/sdk';
+import { createHookManager, defineAgent, guardPolicy, InMemoryStateStore, type StreamChunk, type ToolDefinition } from '@helix-agents/sdk';
+import type { JournalEntry } from '@helix-agents/sdk/store';
 import { createRedactionHook, createToolGuard, createToolResultOffloadHook, FileSystemToolResultStore, NeverOffload, OffloadOverChars } from '@helix-agents/sdk/ready-made';
 import { createScriptedModel, type ScriptedStep } from '@helix-agents/sdk/testing';
 import { connectMcpServer, type McpConnection } from './index.js';

@@ -5,8 +5,8 @@ import { ConfigError } from '@helix-agents/sdk';
 export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /**
- * A connection's name: 1-32 letters, digits, `-` and single `_`, starting and ending with a letter or
- * digit. It cannot hold `__`, so in `<connection>__<tool>` the first `__` always ends the connection name.
+ * A connection's name: 1-32 letters, digits, `-` and single `_`, starting with a letter or digit and not
+ * ending with `_`. It cannot hold `__`, so in `<connection>__<tool>` the first `__` always ends the connection name.
  */
 export const CONNECTION_NAME = /^(?=.{1,32}$)[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_))*(?<!_)$/;
 
@@ -18,7 +18,7 @@ const HASH_CHARS = 8;
 export function checkConnectionName(name: unknown): string {
   if (typeof name !== 'string' || !CONNECTION_NAME.test(name)) {
     throw new ConfigError(
-      `MCP connection name ${JSON.stringify(name)} is invalid: use 1-32 letters, digits, "-" or "_" (no "__", not at either end). It prefixes every tool of the server.`,
+      `MCP connection name ${JSON.stringify(name)} is invalid: use 1-32 letters, digits, "-" or "_", starting with a letter or digit, with no "__" and no "_" at the end. It prefixes every tool of the server.`,
       { name },
     );
   }

@@ -5,7 +5,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { z } from 'zod';
 import { bounded, mcpError } from './errors.js';
-import { assignToolNames } from './names.js';
+import { assignToolNames, helixToolName } from './names.js';
 
 /** The hints a server may give about a tool (its own claims; a hostile server can say anything). */
 export interface McpToolAnnotations {
@@ -62,7 +62,7 @@ const MAX_DESCRIPTION = 8_000;
 const MAX_SCHEMA_CHARS = 100_000;
 const MAX_ISSUES = 20;
 
-/** Every tool the server lists (following pages), with the helix names they get. */
+/** Every tool the server lists (following pages), with the helix name each gets; clashes are checked by {@link buildTools}. */
 export async function listServerTools(connection: string, client: Client, timeoutMs: number): Promise<McpToolInfo[]> {
   const listed: Tool[] = [];
   let cursor: string | undefined;
@@ -73,8 +73,7 @@ export async function listServerTools(connection: string, client: Client, timeou
     cursor = result.nextCursor;
     if (cursor === undefined) break;
   }
-  const names = assignToolNames(connection, listed.map((t) => t.name));
-  return listed.map((tool) => toInfo(tool, names.get(tool.name) as string));
+  return listed.map((tool) => toInfo(tool, helixToolName(connection, tool.name)));
 }
 
 function toInfo(tool: Tool, helixName: string): McpToolInfo {
@@ -112,7 +111,10 @@ export function buildTools(caller: McpCaller, tools: readonly McpToolInfo[], opt
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new ConfigError(`timeoutMs must be a positive number of milliseconds, got ${String(options.timeoutMs)}.`);
   const ajv = new Ajv({ strict: false, allErrors: true, validateSchema: false });
   addFormats.default(ajv);
-  return select(caller.name, tools, options).map((info) => buildTool(caller, ajv, info, options, timeoutMs));
+  const selected = select(caller.name, tools, options);
+  // Checked on what is offered, so that leaving a tool out resolves a clash.
+  assignToolNames(caller.name, selected.map((t) => t.name));
+  return selected.map((info) => buildTool(caller, ajv, info, options, timeoutMs));
 }
 
 function buildTool(caller: McpCaller, ajv: Ajv, info: McpToolInfo, options: McpToolsOptions, timeoutMs: number): ToolDefinition {

@@ -1,11 +1,11 @@
 // A small MCP server on the official SDK's McpServer, run by the tests as a child process:
 //   node --import tsx fixture-server.ts stdio          (speaks MCP on stdin/stdout)
 //   node --import tsx fixture-server.ts http           (Streamable HTTP on 127.0.0.1, a free port; prints "listening <port>")
-//   node --import tsx fixture-server.ts hostile        (stdio; lists the tools of HOSTILE_TOOLS, a JSON array, as they are)
+//   node --import tsx fixture-server.ts hostile        (stdio; lists the tools in the JSON file HOSTILE_TOOLS, as they are)
 // Every call is appended to the file named by MCP_CALL_LOG as one JSON line, so a test can count how
 // often a tool really ran. Over HTTP every request needs `authorization: Bearer <MCP_TOKEN>`.
 import { randomUUID } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -88,7 +88,7 @@ if (mode === 'stdio') {
 } else if (mode === 'hostile') {
   // The low-level Server: it lists whatever it is told to, names and schemas a careful server would not use.
   const server = new Server({ name: 'hostile', version: '0.0.1' }, { capabilities: { tools: {} } });
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: JSON.parse(process.env['HOSTILE_TOOLS'] ?? '[]') as never[] }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: JSON.parse(readFileSync(process.env['HOSTILE_TOOLS'] ?? '', 'utf8')) as never[] }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     logCall(request.params.name, request.params.arguments ?? {});
     return text(`${request.params.name} ran`);
