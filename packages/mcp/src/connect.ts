@@ -1,4 +1,4 @@
-import { ConfigError, type AgentErrorInfo, type ToolDefinition } from '@helix-agents/sdk';
+import { ConfigError, type ToolDefinition } from '@helix-agents/sdk';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -133,7 +133,8 @@ export class McpConnection {
   readonly callTimeoutMs: number;
   readonly #client: Client;
   readonly #pending = new Set<AbortController>();
-  #closed: AgentErrorInfo | undefined;
+  /** Why the connection is gone, once it is. */
+  #closed: string | undefined;
   #closing = false;
   #probing = false;
 
@@ -193,7 +194,7 @@ export class McpConnection {
     } catch (error) {
       // Cancelled by the caller (the run was stopped): the caller's reason, as fetch does.
       if (options.signal?.aborted) throw options.signal.reason instanceof Error ? options.signal.reason : new DOMException('The call was aborted.', 'AbortError');
-      throw callError(this.#closed ? new McpError(ErrorCode.ConnectionClosed, this.#closed.message) : error, { server: this.name, tool: name, timeoutMs });
+      throw callError(this.#closed === undefined ? error : new McpError(ErrorCode.ConnectionClosed, this.#closed), { server: this.name, tool: name, timeoutMs });
     } finally {
       this.#pending.delete(controller);
       options.signal?.removeEventListener('abort', onAbort);
@@ -209,14 +210,12 @@ export class McpConnection {
   }
 
   #throwIfClosed(tool?: string): void {
-    if (this.#closed) throw callError(new McpError(ErrorCode.ConnectionClosed, this.#closed.message), { server: this.name, ...(tool === undefined ? {} : { tool }), timeoutMs: this.callTimeoutMs });
+    if (this.#closed !== undefined) throw callError(new McpError(ErrorCode.ConnectionClosed, this.#closed), { server: this.name, ...(tool === undefined ? {} : { tool }), timeoutMs: this.callTimeoutMs });
   }
 
   /** The connection is gone: pending calls end now with `mcp_unavailable`, and so does every later call. */
   #lost(why: string): void {
-    if (this.#closed === undefined) {
-      this.#closed = mcpError('mcp_unavailable', `MCP server "${this.name}" is unavailable: ${why}.`, { server: this.name }).info;
-    }
+    this.#closed ??= why;
     this.#abortPending(why);
   }
 
@@ -226,7 +225,7 @@ export class McpConnection {
 
   /** A ping with a short limit; when it fails the server is gone, so the calls waiting on it end now. */
   async #probe(): Promise<void> {
-    if (this.#probing || this.#closed) return;
+    if (this.#probing || this.#closed !== undefined) return;
     this.#probing = true;
     try {
       await this.#client.ping({ timeout: PROBE_TIMEOUT_MS });

@@ -60,6 +60,8 @@ describe.each(['stdio', 'http'] as const)('a server that dies (%s)', (kind) => {
     for (const id of ['x', 'y']) {
       expect(rows.find((r) => r.toolCallId === id)?.errorInfo).toMatchObject({ code: 'mcp_unavailable', layer: 'tool', retryable: true, details: { server: 'fx' } });
     }
+    expect(rows.find((r) => r.toolCallId === 'y')?.errorInfo?.message).toMatch(/^Tool "echo" of MCP server "fx" is unavailable: \S/);
+    expect(JSON.stringify(rows)).not.toContain('MCP error -32000');
     expect(log.calls().map((c) => c.tool)).toEqual(['exit']);
     if (kind === 'stdio') expect(mcp.connected).toBe(false);
   });

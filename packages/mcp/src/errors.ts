@@ -56,7 +56,8 @@ export function bounded(text: string, max = 2_000): string {
 }
 
 function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  // McpError prefixes its message with "MCP error <code>: "; the code is in details instead.
+  return error instanceof Error ? error.message.replace(/^MCP error -?\d+: /, '') : String(error);
 }
 
 /** True when `error` says the transport is gone: closed, never connected, or unreachable over the network. */
