@@ -119,7 +119,7 @@ export async function connectMcpServer(options: ConnectMcpServerOptions): Promis
     const why = error instanceof McpError && error.code === ErrorCode.RequestTimeout ? `no handshake within ${connectTimeoutMs} ms` : bounded(error instanceof Error ? error.message : String(error), 300);
     throw mcpError('mcp_connect_failed', `Could not connect to MCP server "${name}": ${why}.`, { server: name }, error);
   }
-  return new McpConnection(name, client, callTimeoutMs);
+  return new McpConnection(name, client, callTimeoutMs, transport);
 }
 
 /**
@@ -132,6 +132,7 @@ export class McpConnection {
   /** The default time limit of one call. */
   readonly callTimeoutMs: number;
   readonly #client: Client;
+  readonly #transport: Transport | undefined;
   readonly #pending = new Set<AbortController>();
   /** Why the connection is gone, once it is. */
   #closed: string | undefined;
@@ -139,10 +140,11 @@ export class McpConnection {
   #probing = false;
 
   /** Made by {@link connectMcpServer}. */
-  constructor(name: string, client: Client, callTimeoutMs: number) {
+  constructor(name: string, client: Client, callTimeoutMs: number, transport?: Transport) {
     this.name = name;
     this.callTimeoutMs = callTimeoutMs;
     this.#client = client;
+    this.#transport = transport;
     client.onclose = () => this.#lost(this.#closing ? 'the connection was closed' : 'the server closed the connection');
     client.onerror = () => {
       // A broken stream during a call may leave it without an answer: check the server is still there.
@@ -201,10 +203,19 @@ export class McpConnection {
     }
   }
 
-  /** Ends the connection; a stdio server's stdin is closed, then it is sent SIGTERM and SIGKILL if it lingers. */
+  /**
+   * Ends the connection: an HTTP session is ended on the server (a DELETE, given at most 2 s); a stdio
+   * server's stdin is closed, then it is sent SIGTERM and SIGKILL if it lingers.
+   */
   async close(): Promise<void> {
     if (this.#closing) return;
     this.#closing = true;
+    if (this.#transport instanceof StreamableHTTPClientTransport && this.#closed === undefined) {
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, 2_000)));
+      await Promise.race([this.#transport.terminateSession().catch(() => {}), bound]);
+      clearTimeout(timer);
+    }
     await this.#client.close();
     this.#lost('the connection was closed');
   }

@@ -126,6 +126,15 @@ describe('connecting', () => {
   });
 });
 
+describe('closing an HTTP connection', () => {
+  it('close() ends the session on the server (a DELETE), and the connection is closed', async () => {
+    const { mcp, log } = await connected('http');
+    await mcp.close();
+    expect(mcp.connected).toBe(false);
+    expect(log.calls().map((c) => c.tool)).toEqual(['#session_closed']);
+  });
+});
+
 describe('hostile tool listings', () => {
   async function hostile(tools: unknown[]): Promise<{ mcp: McpConnection; log: ReturnType<typeof callLog> }> {
     const log = callLog();

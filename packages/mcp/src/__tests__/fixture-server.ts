@@ -111,7 +111,15 @@ if (mode === 'stdio') {
           res.writeHead(404).end();
           return;
         }
-        const created = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sid) => void sessions.set(sid, created) });
+        const created = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (sid) => void sessions.set(sid, created),
+          // The client ended its session (DELETE): logged so a test can see it.
+          onsessionclosed: (sid) => {
+            sessions.delete(sid);
+            logCall('#session_closed', {});
+          },
+        });
         await buildServer().connect(created);
         transport = created;
       }
