@@ -153,6 +153,18 @@ describe.each(['stdio', 'http'] as const)('MCP tools over %s', (kind) => {
     expect((await toolRows(stateStore, `${kind}-slow`))[0]!.errorInfo).toMatchObject({ code: 'mcp_timeout', retryable: true, details: { timeoutMs: 200 } });
   });
 
+  it('stopping the run cancels an MCP call in flight: the run ends interrupted at once, the call paired run_stopped', async () => {
+    const { agent } = agentOf([{ toolCalls: [{ name: 'fx__slow', args: { ms: 10_000 }, id: 's' }] }, { text: 'never' }]);
+    const { executor, stateStore } = executorFor();
+    const handle = await executor.execute(agent, 'go', { sessionId: `${kind}-stop` });
+    const started = Date.now();
+    for await (const chunk of handle.stream()) if (chunk.type === 'tool_start') await handle.stop('enough');
+    const result = await handle.result();
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(result.status).toBe('interrupted');
+    expect((await toolRows(stateStore, `${kind}-stop`)).map((r) => r.errorInfo?.code)).toEqual(['run_stopped']);
+  });
+
   it('redaction and result offloading apply to MCP results', async () => {
     const store = new FileSystemToolResultStore({ dir: log.dir });
     const offload = createToolResultOffloadHook({ store, policies: { fx__big: OffloadOverChars(1_000), '*': NeverOffload } });
