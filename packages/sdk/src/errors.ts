@@ -161,8 +161,15 @@ export class ProviderError extends AgentError {
   }
 }
 
-/** A tool call failed; the error goes back to the model as an error tool result and the run goes on. */
+/**
+ * A tool call failed; the error goes back to the model as an error tool result and the run goes on. A
+ * code of your own (not one of {@link ERROR_CODES}) is in the `tool` layer unless `layer` says otherwise,
+ * so a tool that throws it keeps its code.
+ */
 export class ToolError extends AgentError {
+  constructor(code: AgentErrorCode | (string & {}), message: string, options: AgentErrorOptions = {}) {
+    super(code, message, options.layer !== undefined || Object.hasOwn(ERROR_CODES, code) ? options : { ...options, layer: 'tool' });
+  }
   /** True for a ToolError from any copy of this package. */
   static override isInstance(value: unknown): value is ToolError {
     return AgentError.isInstance(value) && value.layer === 'tool';
