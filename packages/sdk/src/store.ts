@@ -61,6 +61,8 @@ export interface RunOptionsRecord {
   readonly tags?: readonly string[];
   readonly metadata?: Readonly<Record<string, string>>;
   readonly parentSessionId?: string;
+  /** For a sub-agent's run: the parent's tool call that started it. */
+  readonly parentToolCallId?: string;
   /** How deep the run is in a tree of sub-agents (absent: 0, a root run). */
   readonly depth?: number;
   /** The run a resume, retry or rewind continues from. */

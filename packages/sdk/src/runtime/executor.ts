@@ -76,7 +76,7 @@ export class JSAgentExecutor implements AgentRuntime {
   }
 
   /** A new turn on a new or existing session, at `depth` in a tree of sub-agents. */
-  async #newTurn(agent: AgentConfig<unknown, unknown>, input: string, options: ExecuteOptions, depth: number): Promise<AgentHandle> {
+  async #newTurn(agent: AgentConfig<unknown, unknown>, input: string, options: ExecuteOptions, depth: number, parentToolCallId?: string): Promise<AgentHandle> {
     if (typeof input !== 'string') {
       throw new AgentError('run_invalid_input', `execute() takes the user's input as a string, got ${typeof input}.`);
     }
@@ -110,6 +110,7 @@ export class JSAgentExecutor implements AgentRuntime {
       ...(leadingRows.length > 0 && suspendedRun ? { expect: { currentRunId: suspendedRun.runId, status: 'suspended' as const } } : {}),
       ...(options.parentSessionId === undefined ? {} : { parentSessionId: options.parentSessionId }),
       ...(depth > 0 ? { depth } : {}),
+      ...(parentToolCallId === undefined ? {} : { parentToolCallId }),
       start: {},
     });
   }
@@ -127,7 +128,8 @@ export class JSAgentExecutor implements AgentRuntime {
       if (live) return live;
       return attachedHandle(this.stateStore, this.streamManager, existing.sessionId, existing.currentRunId);
     }
-    return this.#newTurn(agent, input, { sessionId: child.sessionId, parentSessionId: child.parentSessionId, ...child.attribution, ...(child.usageStore ? { usageStore: child.usageStore } : {}) }, child.depth);
+    const options: ExecuteOptions = { sessionId: child.sessionId, parentSessionId: child.parentSessionId, ...child.attribution, ...(child.usageStore ? { usageStore: child.usageStore } : {}), ...(child.executionHooks ? { hookManager: child.executionHooks } : {}) };
+    return this.#newTurn(agent, input, options, child.depth, child.parentToolCallId);
   }
 
   /** Adds an agent to the registry that resume(), retry(), send() and recover() look sessions' agents up in. execute() registers its agent. */

@@ -38,7 +38,7 @@ export async function runSubAgent(run: Run, tool: ToolDefinition, call: ToolCall
   const startedAt = performance.now();
   const s = run.setup;
   const attribution = { ...(s.userId === undefined ? {} : { userId: s.userId }), ...(s.tags === undefined ? {} : { tags: s.tags }), ...(s.metadata === undefined ? {} : { metadata: s.metadata }) };
-  const handle = await children.start(spec.agent, spec.input(call.arguments), { sessionId: subSessionId, parentSessionId, depth, attribution, ...(s.usageStore ? { usageStore: s.usageStore } : {}) });
+  const handle = await children.start(spec.agent, spec.input(call.arguments), { sessionId: subSessionId, parentSessionId, parentToolCallId: call.id, depth, attribution, ...(s.usageStore ? { usageStore: s.usageStore } : {}), ...(s.executionHooks ? { executionHooks: s.executionHooks } : {}) });
   const stopChild = (): void => void handle.stop('The parent run was stopped.');
   run.signal.addEventListener('abort', stopChild, { once: true });
   const forwarding = forward(run, handle, call.id, depth);
