@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { childSessionId, composeHookManagers, defineAgent, defineSubAgentTool, defineTool, guard, type AgentHooks, type HookContext } from '../index.js';
+import { childSessionId, composeHookManagers, defineAgent, defineSubAgentTool, defineTool, guard, type AgentHooks, type BeforeToolPayload, type BeforeToolResult, type HookContext } from '../index.js';
 import { createScriptedModel } from '../testing/index.js';
 import { setup } from './harness.js';
 
@@ -82,7 +82,8 @@ describe("children run the parent's execution-level hooks", () => {
     const danger = defineTool({ name: 'danger', description: 'Does something risky.', inputSchema: z.object({}), execute: () => ++ran });
     const child = defineAgent({ name: 'worker', llmConfig: { model: createScriptedModel([{ toolCalls: [{ name: 'danger', args: {}, id: 'd1' }] }, { text: 'child done' }]) }, tools: [danger] });
     const parent = defineAgent({ name: 'lead', llmConfig: { model: createScriptedModel([{ toolCalls: [{ name: 'worker', args: { input: 'x' }, id: 'w1' }] }, { text: 'lead done' }]) }, tools: [defineSubAgentTool({ agent: child })] });
-    const policy = composeHookManagers({ beforeTool: guard((p) => (p.tool.name === 'danger' ? { block: true, reason: 'not here' } : undefined), { name: 'no-danger' }) });
+    const noDanger = (p: BeforeToolPayload): BeforeToolResult | undefined => (p.tool.name === 'danger' ? { block: true, reason: 'not here' } : undefined);
+    const policy = composeHookManagers({ beforeTool: guard(noDanger, { name: 'no-danger' }) });
     const { executor, stateStore } = setup();
     const result = await (await executor.execute(parent, 'go', { sessionId: 'guarded', hookManager: policy })).result();
     expect(result.status).toBe('completed');

@@ -16,7 +16,7 @@ import type { AgentResult } from './result.js';
 import { resumeAnswers } from './resume-answers.js';
 import { attachedHandle } from './attached-handle.js';
 import { checkSessionId } from './session-id.js';
-import { RunLauncher, type RunStartedInfo } from './run-entry.js';
+import { RunLauncher, type BeginSpec, type RunStartedInfo } from './run-entry.js';
 import type { ChildStart } from './run-setup.js';
 
 export type { RunStartedInfo } from './run-entry.js';
@@ -72,11 +72,11 @@ export class JSAgentExecutor implements AgentRuntime {
     input: string,
     options: ExecuteOptions<NoInfer<TState>, NoInfer<TOutput>> = {},
   ): Promise<AgentHandle<TState, TOutput>> {
-    return (await this.#newTurn(agent as unknown as AgentConfig<unknown, unknown>, input, options as ExecuteOptions, 0)) as AgentHandle<TState, TOutput>;
+    return (await this.#newTurn(agent as unknown as AgentConfig<unknown, unknown>, input, options as ExecuteOptions)) as AgentHandle<TState, TOutput>;
   }
 
-  /** A new turn on a new or existing session, at `depth` in a tree of sub-agents. */
-  async #newTurn(agent: AgentConfig<unknown, unknown>, input: string, options: ExecuteOptions, depth: number, parentToolCallId?: string): Promise<AgentHandle> {
+  /** A new turn on a new or existing session; a child's `lineage` places it in its tree of sub-agents. */
+  async #newTurn(agent: AgentConfig<unknown, unknown>, input: string, options: ExecuteOptions, lineage: Pick<BeginSpec, 'depth' | 'parentToolCallId'> = {}): Promise<AgentHandle> {
     if (typeof input !== 'string') {
       throw new AgentError('run_invalid_input', `execute() takes the user's input as a string, got ${typeof input}.`);
     }
@@ -109,8 +109,7 @@ export class JSAgentExecutor implements AgentRuntime {
       // The session must still be suspended at K1 when this turn cancels its pending calls.
       ...(leadingRows.length > 0 && suspendedRun ? { expect: { currentRunId: suspendedRun.runId, status: 'suspended' as const } } : {}),
       ...(options.parentSessionId === undefined ? {} : { parentSessionId: options.parentSessionId }),
-      ...(depth > 0 ? { depth } : {}),
-      ...(parentToolCallId === undefined ? {} : { parentToolCallId }),
+      ...lineage,
       start: {},
     });
   }
@@ -129,7 +128,7 @@ export class JSAgentExecutor implements AgentRuntime {
       return attachedHandle(this.stateStore, this.streamManager, existing.sessionId, existing.currentRunId);
     }
     const options: ExecuteOptions = { sessionId: child.sessionId, parentSessionId: child.parentSessionId, ...child.attribution, ...(child.usageStore ? { usageStore: child.usageStore } : {}), ...(child.executionHooks ? { hookManager: child.executionHooks } : {}) };
-    return this.#newTurn(agent, input, options, child.depth, child.parentToolCallId);
+    return this.#newTurn(agent, input, options, { depth: child.depth, parentToolCallId: child.parentToolCallId });
   }
 
   /** Adds an agent to the registry that resume(), retry(), send() and recover() look sessions' agents up in. execute() registers its agent. */
