@@ -33,7 +33,7 @@ export type {
 } from './stream.js';
 // The records the runtime returns and the state port; store-implementer records live in @helix-agents/sdk/store.
 export { GENESIS_CHECKPOINT } from './store.js';
-export type { CheckpointInfo, PendingCall, RunOptionsRecord, RunRecord, RunStatus, SessionSnapshot, StateStore, SuspensionReason, SuspensionRecord, TurnRecord } from './store.js';
+export type { CheckpointInfo, PendingCall, RunOptionsRecord, RunRecord, RunStatus, SessionSnapshot, StateStore, StopRequest, SuspensionReason, SuspensionRecord, TurnRecord } from './store.js';
 export * from './usage.js';
 export * from './define.js';
 export * from './hooks/types.js';

@@ -33,6 +33,7 @@ export class JSAgentExecutor implements AgentRuntime {
   readonly #agents = new Map<string, AgentConfig<unknown, unknown>>();
   readonly #signer: ApprovalSigner | undefined;
   readonly #generateId: (kind: 'run' | 'turn' | 'session') => string;
+  readonly #attachTimeoutMs: number;
   /** This process's name on leases. */
   readonly instanceId: string;
   readonly leaseMs: number;
@@ -47,6 +48,7 @@ export class JSAgentExecutor implements AgentRuntime {
     this.#generateId = options.generateId ?? (() => randomUUID());
     this.instanceId = options.instanceId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.leaseMs = options.leaseMs ?? 30_000;
+    this.#attachTimeoutMs = options.attachedSubAgentTimeoutMs ?? 30 * 60_000;
     this.#signer = options.approvalSecret === undefined ? undefined : new ApprovalSigner(options.approvalSecret);
     this.#launcher = new RunLauncher({
       stateStore,
@@ -125,7 +127,9 @@ export class JSAgentExecutor implements AgentRuntime {
     if (existing?.currentRunId !== undefined) {
       const live = this.#launcher.live(child.sessionId);
       if (live) return live;
-      return attachedHandle(this.stateStore, this.streamManager, existing.sessionId, existing.currentRunId);
+      // Its process sees a stop request at its next lease renewal, so a stop lands within a lease.
+      const wait = { timeoutMs: this.#attachTimeoutMs, stopWaitMs: this.leaseMs, logger: this.#logger, ...(child.usageStore ? { usageStore: child.usageStore } : {}) };
+      return attachedHandle(this.stateStore, this.streamManager, existing.sessionId, existing.currentRunId, wait);
     }
     const options: ExecuteOptions = { sessionId: child.sessionId, parentSessionId: child.parentSessionId, ...child.attribution, ...(child.usageStore ? { usageStore: child.usageStore } : {}), ...(child.executionHooks ? { hookManager: child.executionHooks } : {}) };
     return this.#newTurn(agent, input, options, { depth: child.depth, parentToolCallId: child.parentToolCallId });

@@ -182,6 +182,8 @@ export class RunLauncher {
     const input = turnInput(turn?.input) || (run.options.input ?? '');
     const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, run.signal, input);
     const setup = this.#setup({ agent, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch, ...executionHooks(hookSources) }, run.options);
+    // Another process asked for this run to stop while nobody ran it: it stops at once.
+    if (run.stopRequest !== undefined) setup.abort.abort(new RunInterruptedError(run.stopRequest.reason));
     return this.#launch(setup, lease, { state: session.state, messages: session.messages, startedAt: run.startedAt, stepCount: run.stepCount }, journal, {
       ...((run.options.start ?? {}) as RecordedStart),
       signal: run.signal,
