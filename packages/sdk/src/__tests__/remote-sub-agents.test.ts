@@ -204,8 +204,9 @@ describe('defineRemoteSubAgentTool', () => {
     expect(spy.calls.stop).toHaveLength(1);
   });
 
-  it('a stream that breaks off is opened again after the last cursor: every chunk is forwarded once, in order', async () => {
-    const remote = service([defineAgent({ name: 'researcher', llmConfig: { model: createScriptedModel([{ textChunks: ['a', 'b', 'c', 'd'] }]) } })]);
+  it.each(['throws', 'ends early'] as const)('a stream that breaks off (%s) is opened again after the last cursor: every chunk is forwarded once, in order', async (how) => {
+    // The child's reply streams slowly, so the break comes while it still runs.
+    const remote = service([defineAgent({ name: 'researcher', llmConfig: { model: createScriptedModel([{ textChunks: ['a', 'b', 'c', 'd'], chunkDelayMs: 20 }]) } })]);
     let broke = false;
     const spy = wrap(remote.client, {
       stream: (ref, options) =>
@@ -214,7 +215,8 @@ describe('defineRemoteSubAgentTool', () => {
           for await (const item of remote.client.stream(ref, options)) {
             if (!broke && ++n === 3) {
               broke = true;
-              throw new Error('socket hang up');
+              if (how === 'throws') throw new Error('socket hang up');
+              return;
             }
             yield item;
           }

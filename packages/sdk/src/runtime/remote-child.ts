@@ -180,10 +180,18 @@ export function remoteChildHandle(spec: RemoteSubAgentSpec, spawned: SpawnRecord
   };
 }
 
-/** The remote run's chunks, validated; a broken stream is reopened after the last cursor; it is let go shortly after the run's result. */
+/**
+ * The remote run's chunks, validated. A stream that breaks off (throws, or ends before the run's terminal
+ * chunk while the run's result is not in yet) is reopened after the last cursor, a few times with
+ * backoff; the stream is let go shortly after the run's result.
+ */
 async function* remoteChunks(spec: RemoteSubAgentSpec, ref: RemoteRunRef, outcome: Promise<AgentResult>, logger: Logger): AsyncGenerator<StreamChunk> {
   const release = new AbortController();
-  void outcome.then(() => setTimeout(() => release.abort(), STREAM_GRACE_MS).unref());
+  let settled = false;
+  void outcome.then(() => {
+    settled = true;
+    setTimeout(() => release.abort(), STREAM_GRACE_MS).unref();
+  });
   let after: string | undefined;
   for (let reopened = 0; !release.signal.aborted; ) {
     try {
@@ -199,7 +207,9 @@ async function* remoteChunks(spec: RemoteSubAgentSpec, ref: RemoteRunRef, outcom
         yield checked.chunk;
         if (isTerminalChunk(checked.chunk)) return;
       }
-      return;
+      // Ended before the terminal chunk: a dropped connection, unless the run is over anyway.
+      if (settled || ++reopened > MAX_STREAM_REOPENS) return;
+      await sleep(50 * 2 ** reopened, release.signal);
     } catch (error) {
       if (release.signal.aborted || ++reopened > MAX_STREAM_REOPENS) {
         if (!release.signal.aborted) logger.warn(`the stream of remote child ${ref.sessionId} broke off: ${remoteFailure(error, 'stream').message}`);
