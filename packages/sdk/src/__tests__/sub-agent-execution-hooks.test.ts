@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { childSessionId, composeHookManagers, defineAgent, defineSubAgentTool, defineTool, guard, type AgentHooks, type BeforeToolPayload, type BeforeToolResult, type HookContext } from '../index.js';
+import { VercelAIAdapter } from '@helix-agents/llm-vercel';
+import { childSessionId, composeHookManagers, defineAgent, defineSubAgentTool, defineTool, guard, InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, silentLogger, type AgentHooks, type StateStore, type BeforeToolPayload, type BeforeToolResult, type HookContext } from '../index.js';
 import { createScriptedModel } from '../testing/index.js';
 import { setup } from './harness.js';
 
@@ -109,6 +110,40 @@ describe("children run the parent's execution-level hooks", () => {
     const { executor } = setup();
     await (await executor.execute(agent, 'go', { hooks: { ...shared }, hookManager: composeHookManagers({ onAgentStart: () => void starts.push('other') }) })).result();
     expect(starts).toEqual(['shared', 'other']);
+  });
+
+  it("a recovered parent's children run recover()'s hooks (the recovered run's execution-level hooks)", async () => {
+    const store = new InMemoryStateStore();
+    const streams = new InMemoryStreamManager();
+    // Process A dies once the parent's model reply (which calls the sub-agent) is journaled.
+    let dead = false;
+    const dying = new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'appendJournal') {
+          return async (entry: Parameters<StateStore['appendJournal']>[0]) => {
+            if (dead) return new Promise(() => {});
+            const written = await target.appendJournal(entry);
+            if (entry.kind === 'model_reply') dead = true;
+            return written;
+          };
+        }
+        if (prop === 'commit') return (c: Parameters<StateStore['commit']>[0]) => (dead ? new Promise(() => {}) : target.commit(c));
+        if (prop === 'renewLease') return (...args: Parameters<StateStore['renewLease']>) => (dead ? Promise.reject(new Error('down')) : target.renewLease(...args));
+        const value: unknown = Reflect.get(target, prop);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as StateStore;
+    const child = defineAgent({ name: 'helper', llmConfig: { model: leafModel() } });
+    const parentOf = (steps: Parameters<typeof createScriptedModel>[0]) => defineAgent({ name: 'lead', llmConfig: { model: createScriptedModel(steps) }, tools: [defineSubAgentTool({ agent: child })] });
+    const a = new JSAgentExecutor(dying, streams, new VercelAIAdapter(), { logger: silentLogger, leaseMs: 60 });
+    await a.execute(parentOf([{ toolCalls: [{ name: 'helper', args: { input: 'x' }, id: 'h1' }] }]), 'go', { sessionId: 'rec' });
+    while (!dead) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 150));
+    const seen: string[] = [];
+    const b = new JSAgentExecutor(store, streams, new VercelAIAdapter(), { logger: silentLogger });
+    const [handle] = await b.recover({ agents: [parentOf([{ text: 'done' }])], hooks: { onAgentStart: (_p, ctx) => void seen.push(`${ctx.sessionId}<-${String(ctx.parentToolCallId)}`) } });
+    expect((await handle!.result()).status).toBe('completed');
+    expect(seen).toEqual([`${childSessionId('rec', 'h1')}<-h1`]);
   });
 
   it('without execution-level hooks a child runs only its own agent hooks', async () => {
