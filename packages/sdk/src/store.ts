@@ -101,7 +101,7 @@ export interface RunRecord {
 
 /** A request to stop a running run, made through the store by any process (`StateStore.requestStop`). */
 export interface StopRequest {
-  /** Why (the run's `run_interrupted` error carries it). */
+  /** Why (at most 1,000 characters are kept). */
   readonly reason: string;
   /** When it was asked for (ms since the epoch). */
   readonly requestedAt: number;
