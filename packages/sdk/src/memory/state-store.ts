@@ -14,6 +14,7 @@ import type {
   RunRecord,
   SessionSnapshot,
   StateStore,
+  StopRequest,
 } from '../store.js';
 import type { SessionHeader, StepSet } from '../store/session-rules.js';
 import {
@@ -27,6 +28,7 @@ import {
   planCommit,
   planJournalAppend,
   planRenewLease,
+  planRequestStop,
   sessionSnapshot,
 } from '../store/session-rules.js';
 import type { UsageEntry, UsageFilter, UsageRollup, UsageStore } from '../usage.js';
@@ -153,6 +155,15 @@ export class InMemoryStateStore implements StateStore, UsageStore {
       else this.#journals.set(entry.runId, [entry]);
     }
     return plan.entry;
+  }
+
+  async requestStop(runId: string, request: StopRequest): Promise<RunRecord | undefined> {
+    const run = this.#runs.get(runId);
+    const { write } = orThrow(planRequestStop({ run }, request));
+    if (!run || !write) return run;
+    const asked: RunRecord = { ...run, stopRequest: write };
+    this.#runs.set(runId, asked);
+    return asked;
   }
 
   /** The current run id of a run's session. */

@@ -26,6 +26,11 @@ export interface JSAgentExecutorOptions {
   readonly maxSubAgentDepth?: number;
   /** The most sub-agent calls one step may make (default 16): the extra calls get `subagent_fanout_exceeded`. */
   readonly maxSubAgentsPerStep?: number;
+  /**
+   * How long a recovered parent waits for a child that another process continues (default 30 minutes):
+   * then the child is asked to stop and the call fails with `subagent_timeout`.
+   */
+  readonly attachedSubAgentTimeoutMs?: number;
   /** How long a run's lease lasts without renewal (default 30 s); it is renewed every third of that. A process that dies is recovered once its leases expire. */
   readonly leaseMs?: number;
   /**

@@ -1,6 +1,6 @@
 import type { AgentConfig } from '../define.js';
 import { AgentError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
-import { HookManager, type HookObject } from '../hooks/manager.js';
+import { HookManager, type HookEntry, type HookObject } from '../hooks/manager.js';
 import type { AgentHooks } from '../hooks/types.js';
 import type { LLMAdapter } from '../llm.js';
 import type { Message } from '../messages.js';
@@ -44,6 +44,8 @@ export interface BeginSpec {
   readonly initialState?: unknown;
   readonly newTurn?: boolean;
   readonly parentSessionId?: string;
+  /** For a child run: the parent's tool call that started it. */
+  readonly parentToolCallId?: string;
   /** The depth of a child run in its tree of sub-agents (0 or absent for a root run). */
   readonly depth?: number;
   readonly restoreCheckpointId?: string;
@@ -80,6 +82,7 @@ function runOptionsRecord(spec: BeginSpec, options: RunCallOptions): RunOptionsR
     ...(options.tags === undefined ? {} : { tags: options.tags }),
     ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
     ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
+    ...(spec.parentToolCallId === undefined ? {} : { parentToolCallId: spec.parentToolCallId }),
     ...(spec.depth ? { depth: spec.depth } : {}),
     ...(spec.previousRunId === undefined ? {} : { previousRunId: spec.previousRunId }),
     ...(spec.restoreCheckpointId === undefined ? {} : { restoredCheckpointId: spec.restoreCheckpointId }),
@@ -95,6 +98,16 @@ async function rollupWithChildren(own: UsageRollup, children: readonly AgentHand
     if (rollup) parts.push({ sessionId: child.sessionId, runId: child.runId, rollup });
   }
   return mergeRollups(own, parts);
+}
+
+/** A run's execution-level hooks as one manager (its children inherit them), or nothing when it has none. */
+function executionHooks(options: Pick<RunCallOptions, 'hooks' | 'hookManager'>): { executionHooks?: HookManager<unknown, unknown> } {
+  return options.hooks || options.hookManager ? { executionHooks: new HookManager<unknown, unknown>(options.hookManager, options.hooks) } : {};
+}
+
+/** The same handler twice: the same function, or the same class-based hook at the same point. */
+function sameHandler(a: HookEntry, b: HookEntry): boolean {
+  return a.handler === b.handler || (a.owner !== undefined && a.owner === b.owner);
 }
 
 /** The user's text among a turn's input rows (empty when there is none). */
@@ -142,6 +155,7 @@ export class RunLauncher {
     const startedAt = Date.now();
     const input = spec.input ?? '';
     const inputMessages: readonly Message[] = spec.newTurn ? [...(spec.leadingRows ?? []), { role: 'user', content: input }] : [];
+    const record = runOptionsRecord(spec, options);
     const begun = await c.stateStore.beginRun({
       sessionId,
       runId,
@@ -155,13 +169,12 @@ export class RunLauncher {
       startedAt,
       leaseOwner: c.instanceId,
       leaseMs: c.leaseMs,
-      options: runOptionsRecord(spec, options),
+      options: record,
     });
     crashPoint('after_k1');
     const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input);
     const turn = begun.session.turn;
-    const attribution = { ...options, ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }), ...(spec.depth ? { depth: spec.depth } : {}) };
-    const setup = this.#setup({ agent, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch }, attribution);
+    const setup = this.#setup({ agent, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch, ...executionHooks(options) }, record);
     return this.#launch(setup, begun.lease, { state: begun.session.state, messages: begun.session.messages, startedAt }, undefined, {
       ...spec.start,
       signal: spec.signal,
@@ -180,7 +193,9 @@ export class RunLauncher {
     const turn = session.turn;
     const input = turnInput(turn?.input) || (run.options.input ?? '');
     const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, run.signal, input);
-    const setup = this.#setup({ agent, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch }, run.options);
+    const setup = this.#setup({ agent, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch, ...executionHooks(hookSources) }, run.options);
+    // Another process asked for this run to stop while nobody ran it: it stops at once.
+    if (run.stopRequest !== undefined) setup.abort.abort(new RunInterruptedError(run.stopRequest.reason));
     return this.#launch(setup, lease, { state: session.state, messages: session.messages, startedAt: run.startedAt, stepCount: run.stepCount }, journal, {
       ...((run.options.start ?? {}) as RecordedStart),
       signal: run.signal,
@@ -199,9 +214,20 @@ export class RunLauncher {
     return () => this.#listeners.delete(listener);
   }
 
-  /** Agent hooks first, then the execution's manager, then its hooks; cached per agent when there are no execution hooks. */
+  /**
+   * Agent hooks first, then the execution's manager, then its hooks; cached per agent when there are no
+   * execution hooks. An execution-level handler the agent already registers at the same point (the same
+   * function, or the same class-based hook) is not run a second time: a child that inherits its parent's
+   * execution-level hooks and has them on its own agent too runs them once.
+   */
   hooksFor(agent: AgentConfig<unknown, unknown>, hooks: AgentHooks | undefined, hookManager: HookManager | undefined): HookManager<unknown, unknown> {
-    if (hooks || hookManager) return new HookManager<unknown, unknown>(agent.hooks, hookManager, hooks);
+    const own = this.#agentManager(agent);
+    if (!hooks && !hookManager) return own;
+    const execution = new HookManager<unknown, unknown>(hookManager, hooks);
+    return new HookManager<unknown, unknown>(own, own.size === 0 ? execution : execution.filter((entry) => !own.entries(entry.point).some((o) => sameHandler(o, entry))));
+  }
+
+  #agentManager(agent: AgentConfig<unknown, unknown>): HookManager<unknown, unknown> {
     if (!agent.hooks) return EMPTY_MANAGER;
     let cached = this.#agentHooks.get(agent);
     if (!cached) {
@@ -227,7 +253,10 @@ export class RunLauncher {
     for (const object of objects) await object.close?.();
   }
 
-  #setup(own: Pick<RunSetup, 'agent' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch'>, who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId' | 'depth'>): RunSetup {
+  #setup(
+    own: Pick<RunSetup, 'agent' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch' | 'executionHooks'>,
+    who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId' | 'parentToolCallId' | 'depth'>,
+  ): RunSetup {
     const c = this.#config;
     return {
       ...own,
@@ -240,6 +269,7 @@ export class RunLauncher {
       depth: who.depth ?? 0,
       ...(c.children === undefined ? {} : { children: c.children }),
       ...(who.parentSessionId === undefined ? {} : { parentSessionId: who.parentSessionId }),
+      ...(who.parentToolCallId === undefined ? {} : { parentToolCallId: who.parentToolCallId }),
       ...(who.userId === undefined ? {} : { userId: who.userId }),
       ...(who.tags === undefined ? {} : { tags: who.tags }),
       ...(who.metadata === undefined ? {} : { metadata: who.metadata }),

@@ -173,7 +173,9 @@ export async function executeCall(run: Run, tool: ToolDefinition, call: ToolCall
         ranNow = ran;
         return ran.record;
       },
-      { atMostOnce: true },
+      // A sub-agent call is not at-most-once: its child is keyed by the call (a derived session, an
+      // idempotency key), so a recovered parent runs the call again and re-attaches to the same child.
+      { atMostOnce: tool.subAgent === undefined },
     );
     if (outcome.status === 'interrupted') return (await fromRecorder(run, tool, call, step)) ?? { call, stopped: false };
     if (outcome.status === 'replayed') return replayCall(run, call, tool, outcome.value);
