@@ -62,37 +62,22 @@ export class DBOSAgentExecutor extends JSAgentExecutor {
   }
 
   /**
-   * Stops the session's running run: here when this worker runs it (as on runtime-js), otherwise by
-   * cancelling its workflow, which the worker running it sees within about a second; that worker ends the
-   * run as stopped (interrupted, with its terminal hooks). Resolves with the run's result once it ended
-   * (or undefined when nothing runs on the session, or it did not end within `waitMs`, 30 s by default).
+   * Stops the session's running run, as runtime-js does: here when this worker runs it, otherwise through
+   * a stop request in the store. For a run another worker holds, it also cancels the run's workflow, which
+   * DBOS tells the step running the loop within about a second, so the holder stops the run without waiting
+   * for its next lease renewal. Resolves with the run's result once it ended.
    */
-  override async stop(sessionId: string, reason?: string, waitMs = 30_000): Promise<AgentResult | undefined> {
-    const here = await super.stop(sessionId, reason);
-    if (here) return here;
-    const session = await this.getSession(sessionId);
-    const runId = session?.currentRunId;
-    const run = runId === undefined ? undefined : await this.getRun(runId);
-    if (!run || run.status !== 'running') return undefined;
-    await DBOS.cancelWorkflow(run.runId);
-    const deadline = Date.now() + waitMs;
-    while (Date.now() < deadline) {
-      const now = await this.getRun(run.runId);
-      if (now && now.status !== 'running') {
-        const latest = await this.getSession(sessionId);
-        return {
-          status: now.status,
-          sessionId,
-          runId: now.runId,
-          state: latest?.state,
-          stepCount: now.stepCount,
-          durationMs: (now.endedAt ?? Date.now()) - now.startedAt,
-          ...(now.error === undefined ? {} : { error: now.error }),
-        };
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    return undefined;
+  override async stop(sessionId: string, reason?: string): Promise<AgentResult | undefined> {
+    const elsewhere = await this.#runningElsewhere(sessionId);
+    if (elsewhere !== undefined) await DBOS.cancelWorkflow(elsewhere);
+    return super.stop(sessionId, reason);
+  }
+
+  /** The running run of the session, when this worker does not hold its loop. */
+  async #runningElsewhere(sessionId: string): Promise<string | undefined> {
+    const runId = (await this.getSession(sessionId))?.currentRunId;
+    if (runId === undefined || this.#host.holds(runId)) return undefined;
+    return (await this.getRun(runId))?.status === 'running' ? runId : undefined;
   }
 
   /** The same as {@link stop}. */

@@ -142,6 +142,11 @@ export class DBOSRunHost implements RunHost {
     this.#launcher = launcher;
   }
 
+  /** Whether this process holds the loop of run `runId`. */
+  holds(runId: string): boolean {
+    return this.#local.has(runId);
+  }
+
   /** Runs of this host whose loop this process holds now. */
   get localRuns(): number {
     return this.#local.size;

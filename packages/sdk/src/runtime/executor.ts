@@ -248,10 +248,21 @@ export class JSAgentExecutor implements AgentRuntime {
     });
   }
 
-  /** Stops the session's current run if this executor runs it (see {@link AgentHandle.stop}); undefined when it runs nothing there. */
+  /**
+   * Stops the session's current run (see {@link AgentHandle.stop}). When another process runs it, a stop
+   * request is recorded in the store; the process holding the run's lease stops the run at its next renewal
+   * (within a third of its lease), and this resolves once the run ended (or `interrupted` after one lease
+   * length). Undefined when nothing runs on the session.
+   */
   async stop(sessionId: string, reason?: string): Promise<AgentResult | undefined> {
-    const handle = this.#launcher.live(checkSessionId(sessionId));
-    return handle ? handle.stop(reason) : undefined;
+    const id = checkSessionId(sessionId);
+    const handle = this.#launcher.live(id);
+    if (handle) return handle.stop(reason);
+    // Another process runs it: a stop request in the store, which that process acts on at its next lease renewal.
+    const session = await this.stateStore.loadSession(id);
+    const run = session?.currentRunId === undefined ? undefined : await this.stateStore.getRun(session.currentRunId);
+    if (run?.status !== 'running') return undefined;
+    return attachedHandle(this.stateStore, this.streamManager, id, run.runId, { timeoutMs: this.#attachTimeoutMs, stopWaitMs: this.leaseMs, logger: this.#logger }).stop(reason);
   }
 
   /** The same as {@link stop}. */
