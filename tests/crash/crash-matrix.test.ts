@@ -3,14 +3,15 @@
 // that nothing committed was lost or done twice, that side effects ran at most once per committed
 // step, that hooks paired as the spec says, and that the final state equals an uncrashed run's.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Message, RunRecord, SessionSnapshot } from '@helix-agents/sdk';
+import type { RunRecord, SessionSnapshot } from '@helix-agents/sdk';
 import { startTestPostgres } from '@helix-agents/store-postgres/testing';
 import type { HookLogLine } from './agent.js';
+import { canonical, canonicalState, lines } from './compare.js';
 import { openTarget, type TargetStores } from './targets.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -50,14 +51,6 @@ function child(args: string[], crashAt?: string): Promise<ChildResult> {
   });
 }
 
-function lines<T>(file: string): T[] {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as T);
-}
-
 interface Outcome {
   readonly session: SessionSnapshot;
   readonly run: RunRecord;
@@ -77,34 +70,6 @@ async function runScenario(target: string, stores: TargetStores, dir: string, se
   if (!session?.currentRunId) throw new Error(`no session ${sessionId}: ${crashed.stderr} ${recovered.stderr}`);
   const run = (await stores.stateStore.getRun(session.currentRunId)) as RunRecord;
   return { session, run, effects: lines(sideEffectsFile), hooks: lines(hooksFile), crashed, recovered };
-}
-
-/**
- * The conversation with each step's tool rows in call-id order: parallel calls of one step append their
- * rows (and apply their writes) in completion order, which a replay need not repeat.
- */
-function canonical(messages: readonly Message[]): unknown[] {
-  const out: Message[] = [];
-  let tools: Message[] = [];
-  const flush = () => {
-    out.push(...tools.sort((a, b) => (a.role === 'tool' && b.role === 'tool' ? a.toolCallId.localeCompare(b.toolCallId) : 0)));
-    tools = [];
-  };
-  for (const m of messages) {
-    if (m.role === 'tool') tools.push(m);
-    else {
-      flush();
-      out.push(m);
-    }
-  }
-  flush();
-  return out;
-}
-
-/** The state with its log as a multiset, for the same reason. */
-function canonicalState(state: unknown): unknown {
-  const s = state as { count: number; log: string[] };
-  return { count: s.count, log: [...s.log].sort() };
 }
 
 function crashMatrix(name: string, open: () => Promise<{ target: string; stop(): Promise<void> }>): void {

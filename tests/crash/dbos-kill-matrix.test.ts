@@ -4,28 +4,21 @@
 // that no committed step was lost or doubled, that side-effecting tools ran at most once, and that there
 // was exactly one start signal and one terminal hook.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Message, RunRecord, SessionSnapshot } from '@helix-agents/sdk';
+import type { RunRecord, SessionSnapshot } from '@helix-agents/sdk';
 import { openPostgresStores, type PostgresStores } from '@helix-agents/store-postgres';
 import { startTestPostgres, type TestPostgres } from '@helix-agents/store-postgres/testing';
 import type { HookLogLine } from './agent.js';
+import { canonical, canonicalState, lines } from './compare.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The crash points (with the occurrence to die at): after K1, in onAgentStart, in a model call, in a side-effecting tool, before K3, in onAgentComplete, before K5. */
 const CRASH_POINTS = ['after_k1', 'in_on_agent_start', 'in_model_call@2', 'in_tool', 'before_k3@2', 'in_on_agent_complete', 'before_k5'] as const;
 const TAKEOVER_BUDGET_MS = 15_000;
-
-function lines<T>(file: string): T[] {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as T);
-}
 
 interface Worker {
   readonly proc: ChildProcess;
@@ -51,30 +44,6 @@ function worker(args: readonly string[], crashAt?: string): Worker {
   proc.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.on('close', (code, signal) => resolve({ code, signal })));
   return { proc, ready, exited, stderr: () => stderr };
-}
-
-/** The conversation with each step's tool rows in call-id order (parallel calls append in completion order). */
-function canonical(messages: readonly Message[]): unknown[] {
-  const out: Message[] = [];
-  let tools: Message[] = [];
-  const flush = () => {
-    out.push(...tools.sort((a, b) => (a.role === 'tool' && b.role === 'tool' ? a.toolCallId.localeCompare(b.toolCallId) : 0)));
-    tools = [];
-  };
-  for (const m of messages) {
-    if (m.role === 'tool') tools.push(m);
-    else {
-      flush();
-      out.push(m);
-    }
-  }
-  flush();
-  return out;
-}
-
-function canonicalState(state: unknown): unknown {
-  const s = state as { count: number; log: string[] };
-  return { count: s.count, log: [...s.log].sort() };
 }
 
 describe('DBOS two-worker kill matrix on Postgres', () => {

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import { AgentError, ConfigError, type AgentConfig, type AgentErrorInfo, type AgentHandle, type AgentResult, type RunCallOptions, type UsageStore } from '@helix-agents/sdk';
-import { Pacer, type BeginSpec, type HostedBegin, type RunHost, type RunLauncher } from '@helix-agents/sdk/host';
+import { Pacer, resultOf, type BeginSpec, type HostedBegin, type RunHost, type RunLauncher } from '@helix-agents/sdk/host';
 import type { StateStore } from '@helix-agents/sdk/store';
 
 /** What a run's workflow is started with: plain data, so any worker can run or re-run it. */
@@ -254,18 +254,7 @@ export class DBOSRunHost implements RunHost {
     const store = this.#executor().stateStore;
     const run = await store.getRun(input.runId);
     if (!run) throw new AgentError('state_not_found', `Run ${input.runId} does not exist.`, { details: { runId: input.runId } });
-    const session = await store.loadSession(run.sessionId);
-    return plain({
-      status: run.status,
-      sessionId: run.sessionId,
-      runId: run.runId,
-      state: session?.state,
-      stepCount: run.stepCount,
-      durationMs: (run.endedAt ?? Date.now()) - run.startedAt,
-      ...(run.output === undefined ? {} : { output: run.output }),
-      ...(run.error === undefined ? {} : { error: run.error }),
-      ...(run.suspension === undefined ? {} : { suspension: run.suspension }),
-    });
+    return plain(resultOf(run, run.sessionId, await store.loadSession(run.sessionId)));
   }
 
   #withUsage(options: RunWorkflowInput['options']): RunCallOptions {

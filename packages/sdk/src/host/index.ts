@@ -8,4 +8,5 @@ export { Pacer, PacedRecorder } from '../runtime/pacer.js';
 export type { HostedBegin, RunHost } from '../runtime/run-host.js';
 export type { BeginSpec, RecordedStart, RunLauncher, RunStartedInfo } from '../runtime/run-entry.js';
 export { JournalStepRecorder } from '../runtime/step-recorder.js';
+export { resultOf } from '../runtime/attached-handle.js';
 export type { JournalOwner, RecordOptions, StepKey, StepOutcome, StepRecorder } from '../runtime/step-recorder.js';

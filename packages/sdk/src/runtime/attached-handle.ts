@@ -83,7 +83,8 @@ export function attachedHandle(store: StateStore, streams: StreamManager, sessio
   };
 }
 
-function resultOf(run: RunRecord, sessionId: string, session: { readonly state: unknown } | undefined): AgentResult {
+/** The result of an ended run, as stored (its record and its session's state). */
+export function resultOf(run: RunRecord, sessionId: string, session: { readonly state: unknown } | undefined): AgentResult {
   return {
     status: run.status,
     sessionId,
