@@ -4,6 +4,7 @@ import { ConfigError } from './errors.js';
 import type { AgentHooks } from './hooks/types.js';
 import { HookManager, type HookMap } from './hooks/manager.js';
 import type { JSONSchema, LanguageModel, LLMToolSpec, ModelParameters } from './llm.js';
+import { checkResourceLimits, type ResourceLimits } from './runtime/limits.js';
 
 /** The name of the internal tool an agent with an outputSchema finishes through. */
 export const FINISH_TOOL_NAME = '__finish__';
@@ -146,8 +147,11 @@ export interface LLMConfig extends ModelParameters {
  */
 export type SystemPrompt<TState> = string | { bivarianceHack(state: TState): string }['bivarianceHack'];
 
-/** Loop guards (docs/rules.md, rule 228): each ends the run with a fatal `run_*` error when tripped. */
-export interface RunLimits {
+/**
+ * Loop guards (docs/rules.md, rule 228): each ends the run with a fatal `run_*` error when tripped. The
+ * resource limits ({@link ResourceLimits}) set here win over the executor's `limits`.
+ */
+export interface RunLimits extends ResourceLimits {
   /** `run_repeated_error` when the same tool error (code and message) comes back this many times in a run (default 3; 0 turns it off). */
   readonly maxRepeatedErrors?: number;
   /** `run_empty_responses` after this many consecutive empty model replies (default 3). */
@@ -210,6 +214,7 @@ export function defineAgent<TState = EmptyState, TOutput = string>(definition: A
   if (definition.limits?.maxCostUsd !== undefined && !definition.limits.pricing) {
     throw new ConfigError(`Agent "${definition.name}": limits.maxCostUsd needs limits.pricing (prices per million tokens).`);
   }
+  checkResourceLimits(definition.limits, `Agent "${definition.name}"`);
   if (!Number.isInteger(maxSteps) || maxSteps < 1) {
     throw new ConfigError(`Agent "${definition.name}": maxSteps must be a positive integer, got ${String(definition.maxSteps)}.`);
   }

@@ -43,6 +43,8 @@ export { JSAgentExecutor } from './runtime/executor.js';
 export type { JSAgentExecutorOptions, RunStartedInfo } from './runtime/executor.js';
 export type { AgentRuntime, ExecuteOptions, AgentHandle, RecoverOptions, RunCallOptions, ResumeOptions, RetryOptions, ToolResultSubmission, ApprovalDecision } from './runtime/agent-runtime.js';
 export type { AuditHooks } from './runtime/hook-dispatch.js';
+export { DEFAULT_RESOURCE_LIMITS } from './runtime/limits.js';
+export type { ResolvedLimits, ResourceLimits } from './runtime/limits.js';
 export type { AgentResult } from './runtime/result.js';
 export { consoleLogger, silentLogger } from './runtime/logger.js';
 export type { Logger } from './runtime/logger.js';

@@ -3,6 +3,7 @@ import { AgentError } from '../errors.js';
 import type { Message } from '../messages.js';
 import type { PendingCall } from '../store.js';
 import type { AuditHooks } from './hook-dispatch.js';
+import type { ResourceLimits } from './limits.js';
 import type { Logger } from './logger.js';
 
 /** Options of a {@link JSAgentExecutor}. */
@@ -25,6 +26,11 @@ export interface JSAgentExecutorOptions {
   readonly maxSubAgentDepth?: number;
   /** The most sub-agent calls one step may make (default 16): the extra calls get `subagent_fanout_exceeded`. */
   readonly maxSubAgentsPerStep?: number;
+  /**
+   * Size limits for every run of this executor: input, a stored tool result, tool calls per step, state and
+   * message count (defaults in `DEFAULT_RESOURCE_LIMITS`). An agent's own `limits` win over these.
+   */
+  readonly limits?: ResourceLimits;
   /** How long a run's lease lasts without renewal (default 30 s); it is renewed every third of that. A process that dies is recovered once its leases expire. */
   readonly leaseMs?: number;
 }

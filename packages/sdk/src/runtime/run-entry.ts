@@ -11,6 +11,7 @@ import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
 import { crashPoint } from './crash-points.js';
 import type { AuditHooks } from './hook-dispatch.js';
 import { keepLease } from './lease.js';
+import { resolveLimits, type ResourceLimits } from './limits.js';
 import type { Logger } from './logger.js';
 import type { AgentResult } from './result.js';
 import { runLoop } from './run-loop.js';
@@ -64,6 +65,8 @@ export interface LauncherConfig {
   readonly leaseMs: number;
   /** Starts the child runs of sub-agent calls. */
   readonly children?: ChildRunner;
+  /** The executor's size limits (an agent's own win). */
+  readonly limits?: ResourceLimits;
 }
 
 const EMPTY_MANAGER = new HookManager<unknown, unknown>();
@@ -226,6 +229,7 @@ export class RunLauncher {
       strictTerminalHooks: c.strictTerminalHooks,
       auditHooks: c.auditHooks,
       depth: who.depth ?? 0,
+      limits: resolveLimits(c.limits, own.agent.limits),
       ...(c.children === undefined ? {} : { children: c.children }),
       ...(who.parentSessionId === undefined ? {} : { parentSessionId: who.parentSessionId }),
       ...(who.userId === undefined ? {} : { userId: who.userId }),

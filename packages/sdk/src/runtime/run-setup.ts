@@ -6,6 +6,7 @@ import type { StreamWriter } from '../stream.js';
 import type { UsageStore } from '../usage.js';
 import type { AgentHandle } from './agent-runtime.js';
 import type { AuditHooks } from './hook-dispatch.js';
+import type { ResolvedLimits } from './limits.js';
 import type { Logger } from './logger.js';
 
 /** Everything a run needs that does not change while it runs. */
@@ -29,6 +30,8 @@ export interface RunSetup extends RunAttribution {
   readonly auditHooks: AuditHooks;
   /** How deep this run is in a tree of sub-agents (0 for a root run). */
   readonly depth: number;
+  /** The run's size limits (the agent's, then the executor's, then the defaults). */
+  readonly limits: ResolvedLimits;
   /** Starts (or re-attaches to) child runs of sub-agent calls; absent where the runtime cannot. */
   readonly children?: ChildRunner;
 }

@@ -5,6 +5,7 @@ import type { Commit, RunStatus } from '../store.js';
 import type { StreamChunkInput } from '../stream.js';
 import type { ChunkFields, HookHost } from './hook-context.js';
 import { HookDispatcher, type WriteScope } from './hook-dispatch.js';
+import { stateTooLarge } from './limits.js';
 import type { AgentResult } from './result.js';
 import { RunBooks } from './run-books.js';
 import type { RunSetup } from './run-setup.js';
@@ -145,6 +146,7 @@ export class Run implements HookHost {
   /** One fenced commit of the pending rows, the state when it changed, and the buffered usage. */
   async commit(fields: Pick<Commit, 'kind' | 'stepIndex' | 'checkpoint' | 'runStatus' | 'output' | 'error' | 'suspension'>): Promise<void> {
     const s = this.setup;
+    this.#checkStateSize(fields.kind === 'terminal' && fields.runStatus !== 'completed');
     // Usage rides in the commit when the state store is also the run's usage store, so both land atomically.
     const usage = this.books.pendingUsage;
     const atomicUsage = usage.length > 0 && (s.usageStore as unknown) === s.stateStore;
@@ -161,6 +163,20 @@ export class Run implements HookHost {
     if (fields.kind === 'step' && fields.stepIndex !== undefined) this.recorder.stepCommitted(fields.stepIndex);
     if (atomicUsage) this.books.takeUsage();
     else await this.flushUsage();
+  }
+
+  /**
+   * A commit never writes a state over `maxStateChars`: it throws `run_state_too_large`, and the failing
+   * run's terminal commit (`ending`) goes back to the committed state instead.
+   */
+  #checkStateSize(ending: boolean): void {
+    if (this.work.state === this.work.committedState) return;
+    const max = this.setup.limits.maxStateChars;
+    const size = this.work.stateOver(max);
+    if (size === undefined) return;
+    if (!ending) throw stateTooLarge(size, max);
+    this.setup.logger.warn(`the state of failing run ${this.setup.runId} is ${size} characters long, over limits.maxStateChars (${max}); its uncommitted writes are dropped`, { runId: this.setup.runId });
+    this.work.revertState();
   }
 
   /** Hands buffered usage to the usage store (after the commit of the work it belongs to). */

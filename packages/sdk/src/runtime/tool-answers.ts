@@ -67,7 +67,8 @@ export async function deliverAnswer(run: Run, pending: PendingCall, answer: Pend
     result = answer.outcomes;
     row = { role: 'tool', toolCallId: call.id, toolName: tool.name, content: answer.outcomes };
   }
-  await recordResult(run, { toolCall: call, tool, result, success: error === undefined, blocked: answer.kind === 'reject', durationMs: 0, ...(error ? { error } : {}) }, row, scope);
-  await run.emit({ type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: error === undefined, durationMs: 0, ...(error ? { error: error.info } : { result }), ...run.chunkBase() });
+  const { tooLarge } = await recordResult(run, { toolCall: call, tool, result, success: error === undefined, blocked: answer.kind === 'reject', durationMs: 0, ...(error ? { error } : {}) }, row, scope);
+  const failure = error ?? tooLarge;
+  await run.emit({ type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: failure === undefined, durationMs: 0, ...(failure ? { error: failure.info } : { result }), ...run.chunkBase() });
   return { call, stopped: false };
 }

@@ -7,6 +7,7 @@ import type { PendingCall } from '../store.js';
 import type { WriteScope } from './hook-dispatch.js';
 import { callResultRecord, type CallResultRecord, type FinishOutput } from './journal-records.js';
 import { unserializable } from './json-value.js';
+import { toolCallRefused } from './limits.js';
 import { callScope, type Run } from './run.js';
 import { runSubAgent } from './sub-agent-call.js';
 import { beforeToolChain, blockCall, cancelCall, recordResult } from './tool-steering.js';
@@ -49,9 +50,13 @@ function isOwnSupersede(run: Run, error: unknown): error is RunSupersededError {
  * onStateChange* → onMessage(result) → afterTool. Unknown tools and invalid arguments go back to the
  * model without tool hooks; `__finish__` is internal and fires no tool hooks. A supersede raised inside a
  * tool ends the step at once: siblings already started finish unpersisted, none starts later.
- * Otherwise it waits for every call and rethrows the first run-ending error.
+ * Otherwise it waits for every call and rethrows the first run-ending error. Calls past the first
+ * `maxToolCallsPerStep` of the reply get a `tool_calls_exceeded` error result and do not run.
  */
-export async function runToolCalls(run: Run, calls: readonly ToolCall[]): Promise<ToolOutcome[]> {
+export async function runToolCalls(run: Run, requested: readonly ToolCall[]): Promise<ToolOutcome[]> {
+  // Past maxToolCallsPerStep, calls do not run: each gets an error result (no tool hooks), the first ones run.
+  const max = run.setup.limits.maxToolCallsPerStep;
+  const calls = requested.length > max ? requested.slice(0, max) : requested;
   const regular = calls.filter((c) => c.name !== FINISH_TOOL_NAME);
   let raise: (error: unknown) => void = () => {};
   const supersede = new Promise<never>((_resolve, reject) => (raise = reject));
@@ -71,8 +76,13 @@ export async function runToolCalls(run: Run, calls: readonly ToolCall[]): Promis
   if (failure) throw failure.reason;
   const outcomes = settled.map((s) => (s as PromiseFulfilledResult<ToolOutcome>).value);
   for (const call of calls) if (call.name === FINISH_TOOL_NAME) outcomes.push(await runFinishCall(run, call));
+  for (let i = max; i < requested.length; i++) {
+    const call = requested[i] as ToolCall;
+    await run.appendMessage(errorResult(call, toolCallRefused(call, i + 1, requested.length, max).info));
+    outcomes.push({ call, stopped: false });
+  }
   // The first finishing call in the model's order wins.
-  const order = new Map(calls.map((c, i) => [c.id, i] as const));
+  const order = new Map(requested.map((c, i) => [c.id, i] as const));
   outcomes.sort((a, b) => (order.get(a.call.id) ?? 0) - (order.get(b.call.id) ?? 0));
   return outcomes;
 }
@@ -257,9 +267,12 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
   await run.hooks.flushStateChanges(scope);
   const success = error === undefined;
   const row = error ? errorResult(call, error.info) : { role: 'tool' as const, toolCallId: call.id, toolName: tool.name, content: result ?? null };
-  const { message, rewritten } = await recordResult(run, { toolCall: call, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, row, scope);
-  const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success, durationMs, ...(error ? { error: error.info } : { result: rewritten ? rewritten.result : result }), ...run.chunkBase() };
-  return { record: { message, patches: run.work.patchesOf(scope.owner), success, durationMs, ...(finishOutput ? { finishOutput } : {}) }, end };
+  const { message, rewritten, tooLarge } = await recordResult(run, { toolCall: call, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, row, scope);
+  // A result too large to store is an error for the model; the call's writes stay (the tool did its work).
+  const failure = error ?? tooLarge;
+  const stored = failure === undefined;
+  const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: stored, durationMs, ...(failure ? { error: failure.info } : { result: rewritten ? rewritten.result : result }), ...run.chunkBase() };
+  return { record: { message, patches: run.work.patchesOf(scope.owner), success: stored, durationMs, ...(finishOutput && stored ? { finishOutput } : {}) }, end };
 }
 
 /**

@@ -5,6 +5,7 @@ import type { HookEntry } from '../hooks/manager.js';
 import type { AfterToolPayload, AfterToolResult, BeforeToolResult } from '../hooks/types.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
 import type { Verdict, WriteScope } from './hook-dispatch.js';
+import { jsonLongerThan, toolResultTooLarge } from './limits.js';
 import type { Run } from './run.js';
 import { errorResult, stoppedResult, type ToolOutcome } from './tool-calls.js';
 
@@ -14,15 +15,26 @@ import { errorResult, stoppedResult, type ToolOutcome } from './tool-calls.js';
 /**
  * Appends a call's result row (onMessage sees it as executed), then runs the afterTool chain, whose
  * `{ result }` replaces the row for the model and the commit. A failed call stays an error row: only
- * its content changes.
+ * its content changes. A row still over `maxToolResultChars` becomes a `tool_result_too_large` error row.
  */
-export async function recordResult(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): Promise<{ message: ToolResultMessage; rewritten?: AfterToolResult }> {
+export async function recordResult(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): Promise<RecordedResult> {
   const messageIndex = await run.appendMessage(row, scope);
   const rewritten = await afterToolChain(run, payload, scope);
-  if (!rewritten) return { message: row };
-  const message = { ...row, content: rewritten.result ?? null };
-  run.work.replace(messageIndex, message);
-  return { message, rewritten };
+  let message = rewritten ? { ...row, content: rewritten.result ?? null } : row;
+  // The limit applies to the row as it is about to be stored, so an afterTool hook (offloading) can shrink it first.
+  const max = run.setup.limits.maxToolResultChars;
+  const size = jsonLongerThan(message.content, max);
+  const tooLarge = size === undefined ? undefined : toolResultTooLarge(payload.tool.name, size, max);
+  if (tooLarge) message = errorResult(payload.toolCall, tooLarge.info);
+  if (message !== row) run.work.replace(messageIndex, message);
+  return { message, ...(rewritten ? { rewritten } : {}), ...(tooLarge ? { tooLarge } : {}) };
+}
+
+/** The row a call's result was stored as, the afterTool rewrite, and the error that replaced a result over `maxToolResultChars`. */
+export interface RecordedResult {
+  readonly message: ToolResultMessage;
+  readonly rewritten?: AfterToolResult;
+  readonly tooLarge?: AgentError;
 }
 
 type BeforeToolCall = { readonly toolCall: ToolCall; readonly tool: ToolDefinition };
