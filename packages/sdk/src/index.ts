@@ -36,6 +36,8 @@ export { GENESIS_CHECKPOINT } from './store.js';
 export type { CheckpointInfo, PendingCall, RunOptionsRecord, RunRecord, RunStatus, SessionSnapshot, StateStore, SuspensionReason, SuspensionRecord, TurnRecord } from './store.js';
 export * from './usage.js';
 export * from './define.js';
+export { checkSchema, isAISDKSchema, toolJSONSchema } from './tool-schema.js';
+export type { AISDKSchema, AISDKValidation, InferToolSchema, SchemaCheck, SchemaIssue, ToolSchema } from './tool-schema.js';
 export * from './hooks/types.js';
 export * from './hooks/manager.js';
 export * from './hooks/serialize.js';

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import type { ToolDefinition } from '../define.js';
 import { agentErrorFromInfo, ToolError, type AgentError, type AgentErrorInfo } from '../errors.js';
 import type { HookEntry } from '../hooks/manager.js';
@@ -6,6 +5,7 @@ import type { AfterToolPayload, AfterToolResult, BeforeToolResult } from '../hoo
 import type { ToolCall, ToolResultMessage } from '../messages.js';
 import type { Verdict, WriteScope } from './hook-dispatch.js';
 import { jsonLongerThan, toolResultTooLarge } from './limits.js';
+import { checkSchema, type SchemaCheck } from '../tool-schema.js';
 import type { Run } from './run.js';
 import { errorResult, stoppedResult, type ToolOutcome } from './tool-calls.js';
 
@@ -40,7 +40,7 @@ export interface RecordedResult {
 type BeforeToolCall = { readonly toolCall: ToolCall; readonly tool: ToolDefinition };
 
 /** beforeTool's interpret step: the first `{ block }` ends the chain; `{ input }` replaces the arguments, validated again (an invalid rewrite blocks). */
-function interpretBeforeTool(value: unknown, payload: BeforeToolCall, entry: HookEntry): Verdict<BeforeToolCall, AgentError> {
+function interpretBeforeTool(value: unknown, payload: BeforeToolCall, entry: HookEntry): Verdict<BeforeToolCall, AgentError> | Promise<Verdict<BeforeToolCall, AgentError>> {
   const v = value as BeforeToolResult | undefined;
   if (!v || typeof v !== 'object') return undefined;
   const { tool } = payload;
@@ -49,10 +49,13 @@ function interpretBeforeTool(value: unknown, payload: BeforeToolCall, entry: Hoo
     return { decision: 'block', reason, end: blockedError(tool, entry.name, reason, false) };
   }
   if (!('input' in v)) return undefined;
-  const reparsed = tool.inputSchema.safeParse(v.input);
-  if (reparsed.success) return { decision: 'rewrite', payload: { tool, toolCall: { ...payload.toolCall, arguments: reparsed.data } } };
-  const reason = `beforeTool hook "${entry.name}" rewrote the arguments into an invalid input:\n${z.prettifyError(reparsed.error)}`;
-  return { decision: 'block', reason, end: blockedError(tool, entry.name, reason, false) };
+  const rewritten = (reparsed: SchemaCheck): Verdict<BeforeToolCall, AgentError> => {
+    if (reparsed.ok) return { decision: 'rewrite', payload: { tool, toolCall: { ...payload.toolCall, arguments: reparsed.value } } };
+    const reason = `beforeTool hook "${entry.name}" rewrote the arguments into an invalid input:\n${reparsed.message}`;
+    return { decision: 'block', reason, end: blockedError(tool, entry.name, reason, false) };
+  };
+  const checked = checkSchema(tool.inputSchema, v.input);
+  return checked instanceof Promise ? checked.then(rewritten) : rewritten(checked);
 }
 
 /**
