@@ -142,8 +142,11 @@ export interface RetryPolicy {
 
 /** The model an agent uses and how it is called. */
 export interface LLMConfig extends ModelParameters {
-  /** Any AI SDK language model, e.g. `openai('gpt-4o-mini')`. */
-  readonly model: LanguageModel;
+  /**
+   * Any AI SDK language model, e.g. `openai('gpt-4o-mini')`, or a model id such as `'openai:gpt-4o-mini'`
+   * that the executor resolves through its `providers` registry when a run starts.
+   */
+  readonly model: LanguageModel | string;
   readonly retry?: RetryPolicy;
   /** Per-attempt timeout; an attempt that takes longer fails with `provider_timeout` (retryable). */
   readonly timeoutMs?: number;
@@ -215,8 +218,9 @@ export function defineAgent<TState = EmptyState, TOutput = string>(definition: A
   if (typeof definition.name !== 'string' || definition.name.trim() === '') {
     throw new ConfigError('An agent needs a non-empty name.');
   }
-  if (!definition.llmConfig || typeof definition.llmConfig.model !== 'object' || definition.llmConfig.model === null) {
-    throw new ConfigError(`Agent "${definition.name}" needs llmConfig.model (an AI SDK language model, e.g. openai('gpt-4o-mini')).`);
+  const model: unknown = definition.llmConfig?.model;
+  if (!((typeof model === 'object' && model !== null) || (typeof model === 'string' && model.trim() !== ''))) {
+    throw new ConfigError(`Agent "${definition.name}" needs llmConfig.model (an AI SDK language model, e.g. openai('gpt-4o-mini'), or a model id such as 'openai:gpt-4o-mini' for the executor's providers registry).`);
   }
   const maxSteps = definition.maxSteps ?? DEFAULT_MAX_STEPS;
   if (definition.limits?.maxCostUsd !== undefined && !definition.limits.pricing) {

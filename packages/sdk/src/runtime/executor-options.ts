@@ -1,5 +1,6 @@
 import type { AgentConfig } from '../define.js';
 import { AgentError } from '../errors.js';
+import type { ModelRegistry } from '../llm.js';
 import type { Message } from '../messages.js';
 import type { PendingCall } from '../store.js';
 import type { AuditHooks } from './hook-dispatch.js';
@@ -18,6 +19,11 @@ export interface JSAgentExecutorOptions {
   readonly instanceId?: string;
   /** Which hook invocations are written to the stream as `hook_decision` chunks: steering decisions and handled errors (default), every invocation, or none. */
   readonly auditHooks?: AuditHooks;
+  /**
+   * Resolves model ids: an agent with `llmConfig: { model: 'openai:gpt-4o-mini' }` runs on
+   * `providers.languageModel('openai:gpt-4o-mini')`, typically the AI SDK's `createProviderRegistry({ openai })`.
+   */
+  readonly providers?: ModelRegistry;
   /** Signs approval requests and requires valid signatures on approve() / reject() (HMAC-SHA256). */
   readonly approvalSecret?: string;
   /** Agents whose sessions resume(), retry(), send() and recover() may continue. */

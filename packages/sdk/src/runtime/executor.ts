@@ -63,6 +63,7 @@ export class JSAgentExecutor implements AgentRuntime {
       instanceId: this.instanceId,
       leaseMs: this.leaseMs,
       ...(options.limits === undefined ? {} : { limits: options.limits }),
+      ...(options.providers === undefined ? {} : { providers: options.providers }),
       children: { maxDepth: options.maxSubAgentDepth ?? 5, maxPerStep: options.maxSubAgentsPerStep ?? 16, start: (agent, input, child) => this.#startChild(agent, input, child) },
     });
     for (const agent of options.agents ?? []) this.registerAgent(agent);

@@ -2,7 +2,7 @@ import type { AgentConfig } from '../define.js';
 import { AgentError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
 import { HookManager, type HookObject } from '../hooks/manager.js';
 import type { AgentHooks } from '../hooks/types.js';
-import type { LLMAdapter } from '../llm.js';
+import type { LLMAdapter, LanguageModel, ModelRegistry } from '../llm.js';
 import type { Message } from '../messages.js';
 import type { BeginRunRequest, ClaimedRun, RunLease, RunOptionsRecord, StateStore } from '../store.js';
 import type { StartSignalKind, StreamChunkInput, StreamManager, StreamWriter } from '../stream.js';
@@ -12,6 +12,7 @@ import { crashPoint } from './crash-points.js';
 import type { AuditHooks } from './hook-dispatch.js';
 import { keepLease } from './lease.js';
 import { resolveLimits, type ResourceLimits } from './limits.js';
+import { resolveModel } from './model-registry.js';
 import type { Logger } from './logger.js';
 import type { AgentResult } from './result.js';
 import { runLoop } from './run-loop.js';
@@ -67,6 +68,8 @@ export interface LauncherConfig {
   readonly children?: ChildRunner;
   /** The executor's size limits (an agent's own win). */
   readonly limits?: ResourceLimits;
+  /** Resolves agents' model ids. */
+  readonly providers?: ModelRegistry;
 }
 
 const EMPTY_MANAGER = new HookManager<unknown, unknown>();
@@ -126,6 +129,8 @@ export class RunLauncher {
   /** Begins a run: K1 (which may open a turn or restore a checkpoint), the stream claim and run_started, then the loop. */
   async begin(agent: AgentConfig<unknown, unknown>, sessionId: string, options: RunCallOptions, spec: BeginSpec): Promise<AgentHandle> {
     const c = this.#config;
+    // Before anything is written: a model id the registry does not know refuses the entry.
+    const model = this.modelFor(agent);
     const hooks = this.hooksFor(agent, options.hooks, options.hookManager);
     await this.warmUp(hooks);
     const runId = c.generateId('run');
@@ -152,7 +157,7 @@ export class RunLauncher {
     const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input);
     const turn = begun.session.turn;
     const attribution = { ...options, ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }), ...(spec.depth ? { depth: spec.depth } : {}) };
-    const setup = this.#setup({ agent, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch }, attribution);
+    const setup = this.#setup({ agent, model, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch }, attribution);
     return this.#launch(setup, begun.lease, { state: begun.session.state, messages: begun.session.messages, startedAt }, undefined, {
       ...spec.start,
       signal: spec.signal,
@@ -166,12 +171,13 @@ export class RunLauncher {
   /** Continues a run this process claimed for recovery, from its last commit, replaying its journal. */
   async continueClaimed(agent: AgentConfig<unknown, unknown>, claimed: ClaimedRun, hookSources: Pick<RunCallOptions, 'hooks' | 'hookManager' | 'usageStore'>): Promise<AgentHandle> {
     const { session, run, lease, journal } = claimed;
+    const model = this.modelFor(agent);
     const hooks = this.hooksFor(agent, hookSources.hooks, hookSources.hookManager);
     await this.warmUp(hooks);
     const turn = session.turn;
     const input = turnInput(turn?.input) || (run.options.input ?? '');
     const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, run.signal, input);
-    const setup = this.#setup({ agent, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch }, run.options);
+    const setup = this.#setup({ agent, model, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch }, run.options);
     return this.#launch(setup, lease, { state: session.state, messages: session.messages, startedAt: run.startedAt, stepCount: run.stepCount }, journal, {
       ...((run.options.start ?? {}) as RecordedStart),
       signal: run.signal,
@@ -182,6 +188,11 @@ export class RunLauncher {
       signalFired: run.stepCount > 0,
       ...(run.output === undefined ? {} : { committedOutput: { value: run.output } }),
     }, undefined);
+  }
+
+  /** The model `agent`'s runs call (its model id resolved through the providers registry); a ConfigError when it cannot be resolved. */
+  modelFor(agent: AgentConfig<unknown, unknown>): LanguageModel {
+    return resolveModel(agent, this.#config.providers);
   }
 
   /** Calls `listener` for every run started or recovered here, right after its entry; returns the function that removes it. */
@@ -218,7 +229,7 @@ export class RunLauncher {
     for (const object of objects) await object.close?.();
   }
 
-  #setup(own: Pick<RunSetup, 'agent' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch'>, who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId' | 'depth'>): RunSetup {
+  #setup(own: Pick<RunSetup, 'agent' | 'model' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch'>, who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId' | 'depth'>): RunSetup {
     const c = this.#config;
     return {
       ...own,

@@ -1,5 +1,6 @@
 import type { AgentConfig } from '../define.js';
 import type { HookManager } from '../hooks/manager.js';
+import type { LanguageModel } from '../llm.js';
 import type { RunAttribution } from '../hooks/types.js';
 import type { StateStore } from '../store.js';
 import type { StreamWriter } from '../stream.js';
@@ -12,6 +13,8 @@ import type { Logger } from './logger.js';
 /** Everything a run needs that does not change while it runs. */
 export interface RunSetup extends RunAttribution {
   readonly agent: AgentConfig<unknown, unknown>;
+  /** The model the run calls: the agent's, or what the executor's providers registry resolved its model id to. */
+  readonly model: LanguageModel;
   readonly hooks: HookManager<unknown, unknown>;
   readonly stateStore: StateStore;
   readonly writer: StreamWriter;
