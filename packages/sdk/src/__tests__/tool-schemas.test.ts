@@ -5,6 +5,7 @@ import { type } from 'arktype';
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { z as zodV3 } from 'zod/v3';
 import { z as z3 } from 'zod3';
 
 import { ConfigError, defineTool, type ToolResultMessage } from '../index.js';
@@ -20,6 +21,7 @@ const cityJSON: JSONSchema7 = { type: 'object', properties: { city: { type: 'str
 const kinds = {
   'zod 4': z.object({ city: z.string() }),
   'zod 3': z3.object({ city: z3.string() }),
+  "zod 4's zod/v3": zodV3.object({ city: zodV3.string() }),
   'valibot (toStandardJsonSchema)': toStandardJsonSchema(v.object({ city: v.string() })),
   arktype: type({ city: 'string' }),
   'AI SDK jsonSchema() with validate': jsonSchema<{ city: string }>(cityJSON, {
