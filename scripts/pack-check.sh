@@ -23,7 +23,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(sdk store-memory llm-vercel store-sqlite store-postgres tracing-otel tracing-langfuse cli)
+packages=(sdk store-memory llm-vercel store-sqlite store-postgres tracing-otel tracing-langfuse runtime-dbos cli)
 started=$(date +%s)
 step() { echo "-- pack-check: $* ($(($(date +%s) - started)) s)"; }
 
@@ -149,6 +149,7 @@ import { openPostgresStores } from '@helix-agents/store-postgres';
 import { createOtelHooks } from '@helix-agents/tracing-otel';
 import { createLangfuseHooks } from '@helix-agents/tracing-langfuse';
 import { runCli, type CliIO } from '@helix-agents/cli';
+import { DBOSAgentExecutor, launchDBOSWorker, type DBOSWorkerOptions } from '@helix-agents/runtime-dbos';
 import { z } from 'zod';
 
 const add = defineTool({
@@ -164,7 +165,9 @@ const executor = new JSAgentExecutor(store, new InMemoryStreamManager(), new Ver
 const result: Promise<AgentResult> = executor.execute(agent, 'What is 2 + 3?', { usageStore: new InMemoryUsageStore() }).then((h) => h.result());
 const sqlite: (path: string) => SqliteStores = (path) => openSqliteStores({ path });
 const hook = defineHook({ events: { 'turn.completed': (event) => void event.data.result } });
-export { result, sqlite, hook, createToolGuard, openPostgresStores, createOtelHooks, createLangfuseHooks, runCli };
+const workerOptions: DBOSWorkerOptions = { systemDatabaseUrl: 'postgres://127.0.0.1/dbos_sys', executorId: 'w1', applicationVersion: 'v1' };
+const onDBOS = (stores: SqliteStores): DBOSAgentExecutor => new DBOSAgentExecutor(stores.stateStore, stores.streamManager, new VercelAIAdapter(), { agents: [agent] });
+export { result, sqlite, hook, createToolGuard, openPostgresStores, createOtelHooks, createLangfuseHooks, runCli, workerOptions, onDBOS, launchDBOSWorker };
 export type { CliIO };
 EOF
 

@@ -80,6 +80,7 @@ export const ERROR_CODES = {
   run_state_too_large: { layer: 'run', severity: 'fatal', retryable: false, hint: 'Keep large data out of the state (in a store or a file, with a reference in the state), or raise limits.maxStateChars.' },
   run_too_many_messages: { layer: 'run', severity: 'fatal', retryable: false, hint: 'Start a new session (carry a summary over), rewind this one to an earlier checkpoint, or raise limits.maxMessages.' },
   config_invalid: { layer: 'run', severity: 'fatal', retryable: false, hint: 'Fix the agent, tool or hook definition named in the message.' },
+  worker_id_in_use: { layer: 'run', severity: 'fatal', retryable: false, hint: 'Give every worker process its own executor id: another live worker holds this one.' },
   state_run_superseded: { layer: 'run', severity: 'info', retryable: false, hint: 'Another run took over this session; follow that run instead.' },
   state_commit_failed: { layer: 'transport', severity: 'fatal', retryable: true, hint: 'The state store refused or lost a write; check the store and retry the run.' },
   state_invalid: { layer: 'run', severity: 'error', retryable: false, hint: "A write would make the state violate the agent's stateSchema; it was dropped. Fix the tool or hook named in details." },

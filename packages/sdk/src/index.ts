@@ -47,6 +47,7 @@ export type { AgentRuntime, ExecuteOptions, AgentHandle, RecoverOptions, RunCall
 export type { AuditHooks } from './runtime/hook-dispatch.js';
 export { DEFAULT_RESOURCE_LIMITS } from './runtime/limits.js';
 export type { ResolvedLimits, ResourceLimits } from './runtime/limits.js';
+export type { RunHost, HostedBegin } from './runtime/run-host.js';
 export type { AgentResult } from './runtime/result.js';
 export { consoleLogger, silentLogger } from './runtime/logger.js';
 export type { Logger } from './runtime/logger.js';

@@ -133,6 +133,12 @@ export interface RecoverableRun {
   readonly leaseExpiresAt: number;
 }
 
+/** Options of {@link StateStore.claimRun}. */
+export interface ClaimOptions {
+  /** Claim even though the run's lease has not expired (the caller knows its holder is gone). */
+  readonly takeover?: boolean;
+}
+
 /** What claiming a run for recovery returns: everything needed to continue it. */
 export interface ClaimedRun {
   readonly session: SessionSnapshot;
@@ -279,9 +285,11 @@ export interface StateStore {
   /**
    * Takes over a running run whose lease expired (its process died): the epoch goes up by one, so any
    * write of the old process is refused from then on. Throws an AgentError `state_run_not_recoverable`
-   * when the run is not current, not running, or its lease has not expired.
+   * when the run is not current, not running, or its lease has not expired. With `takeover`, the lease
+   * need not have expired: a durable engine that has already decided the old process is gone (it owns the
+   * run's workflow now) claims at once; the epoch still goes up, so the old process is fenced out the same way.
    */
-  claimRun(runId: string, owner: string, leaseMs: number, now: number): Promise<ClaimedRun>;
+  claimRun(runId: string, owner: string, leaseMs: number, now: number, options?: ClaimOptions): Promise<ClaimedRun>;
   /** Records a journal entry, fenced like a commit. Writing a key that exists keeps the first entry and returns it. */
   appendJournal(entry: JournalEntry): Promise<JournalEntry>;
   /** The run's journal (uncommitted work), oldest first. */

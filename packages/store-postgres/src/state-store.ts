@@ -10,6 +10,7 @@ import type {
   CheckpointDraft,
   CheckpointInfo,
   ClaimedRun,
+  ClaimOptions,
   Commit,
   CommitPlan,
   CommitReceipt,
@@ -374,8 +375,8 @@ export class PostgresStateStore implements StateStore, UsageStore {
     }
   }
 
-  async claimRun(runId: string, owner: string, leaseMs: number, now: number): Promise<ClaimedRun> {
-    const claimed = await this.#inOrder(this.#runKey(runId), () => this.#claimRun(runId, owner, leaseMs, now));
+  async claimRun(runId: string, owner: string, leaseMs: number, now: number, options: ClaimOptions = {}): Promise<ClaimedRun> {
+    const claimed = await this.#inOrder(this.#runKey(runId), () => this.#claimRun(runId, owner, leaseMs, now, options.takeover === true));
     this.#learn(runId, claimed.run.sessionId);
     return claimed;
   }
@@ -594,13 +595,13 @@ export class PostgresStateStore implements StateStore, UsageStore {
     }
   }
 
-  async #claimRun(runId: string, owner: string, leaseMs: number, now: number): Promise<ClaimedRun> {
+  async #claimRun(runId: string, owner: string, leaseMs: number, now: number, takeover: boolean): Promise<ClaimedRun> {
     const sql = this.#sql;
     const claimed = await transaction(this.pool, 'claimRun', async (client) => {
       await run(client, sql.claimLock, [runId]);
       for (let attempt = 1; ; attempt++) {
         const fence = await this.#runFence(client, runId);
-        const { lease } = orThrow(planClaimRun({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined }, runId, owner, leaseMs, now));
+        const { lease } = orThrow(planClaimRun({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined }, runId, owner, leaseMs, now, takeover));
         const [row] = await run<{ run: string; session: string; messages: string | null; journal: string | null }>(client, sql.claimWrite, [
           runId,
           lease.epoch,

@@ -9,6 +9,7 @@ import type {
   Checkpoint,
   CheckpointInfo,
   ClaimedRun,
+  ClaimOptions,
   Commit,
   CommitPlan,
   CommitReceipt,
@@ -160,7 +161,7 @@ export class SqliteStateStore implements StateStore, UsageStore {
   #queue: PendingCommit[] = [];
   #flushScheduled = false;
   readonly #renew: (runId: string, epoch: number, leaseMs: number, now: number) => RunLease;
-  readonly #claim: (runId: string, owner: string, leaseMs: number, now: number) => ClaimedRun;
+  readonly #claim: (runId: string, owner: string, leaseMs: number, now: number, takeover: boolean) => ClaimedRun;
   readonly #append: (entry: JournalEntry) => JournalEntry;
   readonly #readSession: (sessionId: string) => SessionSnapshot | undefined;
   readonly #readRun: (runId: string) => RunRecord | undefined;
@@ -189,7 +190,7 @@ export class SqliteStateStore implements StateStore, UsageStore {
     // Commits queued when the connection closes still land (or fail) before it goes.
     database.onClose(() => this.#flush());
     this.#renew = immediate(db, (runId, epoch, leaseMs, now) => this.#doRenew(runId, epoch, leaseMs, now));
-    this.#claim = immediate(db, (runId, owner, leaseMs, now) => this.#doClaim(runId, owner, leaseMs, now));
+    this.#claim = immediate(db, (runId, owner, leaseMs, now, takeover) => this.#doClaim(runId, owner, leaseMs, now, takeover));
     this.#append = immediate(db, (entry) => this.#doAppend(entry));
     // Reads run in one (deferred) transaction so that they see one snapshot of the database, never part of a commit.
     this.#readSession = deferred(db, (sessionId) => {
@@ -258,9 +259,9 @@ export class SqliteStateStore implements StateStore, UsageStore {
     }));
   }
 
-  async claimRun(runId: string, owner: string, leaseMs: number, now: number): Promise<ClaimedRun> {
+  async claimRun(runId: string, owner: string, leaseMs: number, now: number, options: ClaimOptions = {}): Promise<ClaimedRun> {
     this.#flush();
-    return guard('claim a run', () => this.#claim(runId, owner, leaseMs, now));
+    return guard('claim a run', () => this.#claim(runId, owner, leaseMs, now, options.takeover === true));
   }
 
   async appendJournal(entry: JournalEntry): Promise<JournalEntry> {
@@ -422,10 +423,10 @@ export class SqliteStateStore implements StateStore, UsageStore {
     return lease;
   }
 
-  #doClaim(runId: string, owner: string, leaseMs: number, now: number): ClaimedRun {
+  #doClaim(runId: string, owner: string, leaseMs: number, now: number, takeover: boolean): ClaimedRun {
     const q = this.#q;
     const fence = this.#runFence(runId);
-    const { lease } = orThrow(planClaimRun({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined }, runId, owner, leaseMs, now));
+    const { lease } = orThrow(planClaimRun({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined }, runId, owner, leaseMs, now, takeover));
     q.claim.run(lease.epoch, lease.owner, lease.expiresAt, runId);
     // Accepted: the run is its session's current run, so both rows exist.
     return { session: this.#snapshot(q.session.get(fence!.session_id)!), run: this.#run(runId)!, lease, journal: q.journal.all(runId).map(journalEntry) };

@@ -5,6 +5,7 @@ import type {
   Checkpoint,
   CheckpointInfo,
   ClaimedRun,
+  ClaimOptions,
   Commit,
   CommitReceipt,
   JournalEntry,
@@ -133,10 +134,10 @@ export class InMemoryStateStore implements StateStore, UsageStore {
     return out.sort((a, b) => a.leaseExpiresAt - b.leaseExpiresAt).slice(0, limit);
   }
 
-  async claimRun(runId: string, owner: string, leaseMs: number, now: number): Promise<ClaimedRun> {
+  async claimRun(runId: string, owner: string, leaseMs: number, now: number, options: ClaimOptions = {}): Promise<ClaimedRun> {
     const run = this.#runs.get(runId);
     const row = run ? this.#sessions.get(run.sessionId) : undefined;
-    const { lease } = orThrow(planClaimRun({ run, currentRunId: row?.header.currentRunId }, runId, owner, leaseMs, now));
+    const { lease } = orThrow(planClaimRun({ run, currentRunId: row?.header.currentRunId }, runId, owner, leaseMs, now, options.takeover));
     // Accepted: the run exists and is its session's current run.
     const claimed: RunRecord = { ...run!, epoch: lease.epoch, leaseOwner: lease.owner, leaseExpiresAt: lease.expiresAt };
     this.#runs.set(runId, claimed);

@@ -6,6 +6,7 @@ import type { PendingCall } from '../store.js';
 import type { AuditHooks } from './hook-dispatch.js';
 import type { ResourceLimits } from './limits.js';
 import type { Logger } from './logger.js';
+import type { RunHost } from './run-host.js';
 
 /** Options of a {@link JSAgentExecutor}. */
 export interface JSAgentExecutorOptions {
@@ -39,6 +40,11 @@ export interface JSAgentExecutorOptions {
   readonly limits?: ResourceLimits;
   /** How long a run's lease lasts without renewal (default 30 s); it is renewed every third of that. A process that dies is recovered once its leases expire. */
   readonly leaseMs?: number;
+  /**
+   * Where the loops of runs run (default: in this process, right after each entry). A durable-execution
+   * runtime (such as `@helix-agents/runtime-dbos`) supplies one; see docs/runtime-seam.md.
+   */
+  readonly host?: RunHost;
 }
 
 /** Rows that cancel the calls a suspended run was waiting on (every tool call keeps a result). */

@@ -64,6 +64,7 @@ export class JSAgentExecutor implements AgentRuntime {
       leaseMs: this.leaseMs,
       ...(options.limits === undefined ? {} : { limits: options.limits }),
       ...(options.providers === undefined ? {} : { providers: options.providers }),
+      ...(options.host === undefined ? {} : { host: options.host }),
       children: { maxDepth: options.maxSubAgentDepth ?? 5, maxPerStep: options.maxSubAgentsPerStep ?? 16, start: (agent, input, child) => this.#startChild(agent, input, child) },
     });
     for (const agent of options.agents ?? []) this.registerAgent(agent);
@@ -140,6 +141,11 @@ export class JSAgentExecutor implements AgentRuntime {
   registerAgent(agent: AgentConfig<unknown, unknown>): this {
     this.#agents.set(agent.name, agent);
     return this;
+  }
+
+  /** The registered agent named `agentType`, or undefined. */
+  registeredAgent(agentType: string): AgentConfig<unknown, unknown> | undefined {
+    return this.#agents.get(agentType);
   }
 
   /** A chat send: a new turn on an existing session, with the session's (registered) agent. */

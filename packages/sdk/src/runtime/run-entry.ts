@@ -19,6 +19,8 @@ import { runLoop } from './run-loop.js';
 import type { ChildRunner, RunSetup } from './run-setup.js';
 import type { RunStart } from './run-start.js';
 import { Run, type RunOrigin } from './run.js';
+import { PacedRecorder, type Pacer } from './pacer.js';
+import type { RunHost } from './run-host.js';
 import { JournalStepRecorder } from './step-recorder.js';
 
 /** A run that just passed its entry (what {@link RunLauncher.onRun} listeners receive). */
@@ -70,6 +72,8 @@ export interface LauncherConfig {
   readonly limits?: ResourceLimits;
   /** Resolves agents' model ids. */
   readonly providers?: ModelRegistry;
+  /** Where loops run (absent: in this process, right after the entry). */
+  readonly host?: RunHost;
 }
 
 const EMPTY_MANAGER = new HookManager<unknown, unknown>();
@@ -119,6 +123,7 @@ export class RunLauncher {
 
   constructor(config: LauncherConfig) {
     this.#config = config;
+    config.host?.bind(this);
   }
 
   /** The run this process is running on `sessionId`, if any. */
@@ -126,14 +131,22 @@ export class RunLauncher {
     return this.#live.get(sessionId);
   }
 
-  /** Begins a run: K1 (which may open a turn or restore a checkpoint), the stream claim and run_started, then the loop. */
+  /** Begins a run: K1 (which may open a turn or restore a checkpoint), the stream claim and run_started, then the loop (on the host, when there is one). */
   async begin(agent: AgentConfig<unknown, unknown>, sessionId: string, options: RunCallOptions, spec: BeginSpec): Promise<AgentHandle> {
+    // Before anything is written, here or on a host: a model id the registry does not know refuses the entry.
+    this.modelFor(agent);
+    const runId = this.#config.generateId('run');
+    const host = this.#config.host;
+    if (host) return host.begin({ runId, sessionId, agent, options, spec, enter: (pacer) => this.beginHere(agent, sessionId, options, spec, runId, pacer) });
+    return this.beginHere(agent, sessionId, options, spec, runId, undefined);
+  }
+
+  /** The entry of run `runId` in this process, then its loop: at once, or held by `pacer` (for a host). */
+  async beginHere(agent: AgentConfig<unknown, unknown>, sessionId: string, options: RunCallOptions, spec: BeginSpec, runId: string, pacer: Pacer | undefined): Promise<AgentHandle> {
     const c = this.#config;
-    // Before anything is written: a model id the registry does not know refuses the entry.
     const model = this.modelFor(agent);
     const hooks = this.hooksFor(agent, options.hooks, options.hookManager);
     await this.warmUp(hooks);
-    const runId = c.generateId('run');
     const turnId = c.generateId('turn');
     const startedAt = Date.now();
     const input = spec.input ?? '';
@@ -165,11 +178,11 @@ export class RunLauncher {
       inputMessages: spec.newTurn ? inputMessages : (turn?.input ?? []),
       turnStartCommitted: spec.newTurn ? false : turn?.startCommitted === true,
       signalFired: false,
-    }, options.abortSignal);
+    }, options.abortSignal, pacer);
   }
 
-  /** Continues a run this process claimed for recovery, from its last commit, replaying its journal. */
-  async continueClaimed(agent: AgentConfig<unknown, unknown>, claimed: ClaimedRun, hookSources: Pick<RunCallOptions, 'hooks' | 'hookManager' | 'usageStore'>): Promise<AgentHandle> {
+  /** Continues a run this process claimed for recovery, from its last commit, replaying its journal (held by `pacer`, for a host). */
+  async continueClaimed(agent: AgentConfig<unknown, unknown>, claimed: ClaimedRun, hookSources: Pick<RunCallOptions, 'hooks' | 'hookManager' | 'usageStore'>, pacer?: Pacer): Promise<AgentHandle> {
     const { session, run, lease, journal } = claimed;
     const model = this.modelFor(agent);
     const hooks = this.hooksFor(agent, hookSources.hooks, hookSources.hookManager);
@@ -187,7 +200,7 @@ export class RunLauncher {
       // A committed step means the signal fired; a marker in the journal says the same (the recorder knows).
       signalFired: run.stepCount > 0,
       ...(run.output === undefined ? {} : { committedOutput: { value: run.output } }),
-    }, undefined);
+    }, undefined, pacer);
   }
 
   /** The model `agent`'s runs call (its model id resolved through the providers registry); a ConfigError when it cannot be resolved. */
@@ -281,23 +294,28 @@ export class RunLauncher {
     }
   }
 
-  #launch(setup: RunSetup, lease: RunLease, origin: RunOrigin, journal: ClaimedRun['journal'] | undefined, start: RunStart, abortSignal: AbortSignal | undefined): AgentHandle {
+  #launch(setup: RunSetup, lease: RunLease, origin: RunOrigin, journal: ClaimedRun['journal'] | undefined, start: RunStart, abortSignal: AbortSignal | undefined, pacer: Pacer | undefined): AgentHandle {
     const c = this.#config;
     const { abort, runId, sessionId } = setup;
     if (abortSignal) {
       if (abortSignal.aborted) abort.abort(new RunInterruptedError());
       else abortSignal.addEventListener('abort', () => abort.abort(new RunInterruptedError()), { once: true });
     }
-    const run = new Run(setup, origin, new JournalStepRecorder(c.stateStore, { runId, epoch: setup.epoch }, journal ?? []));
+    const journaled = new JournalStepRecorder(c.stateStore, { runId, epoch: setup.epoch }, journal ?? []);
+    const run = new Run(setup, origin, pacer ? new PacedRecorder(journaled, pacer) : journaled);
     this.#announce({ sessionId, runId, streamId: setup.streamId, startSeq: setup.writer.startSeq, agentType: setup.agent.name, recovered: journal !== undefined, ...(setup.parentSessionId === undefined ? {} : { parentSessionId: setup.parentSessionId }) });
     const stopLease = keepLease(c.stateStore, lease, c.leaseMs, abort, c.logger);
-    const done = runLoop(run, c.llmAdapter, start)
+    const looped = pacer ? pacer.started().then(() => runLoop(run, c.llmAdapter, start)) : runLoop(run, c.llmAdapter, start);
+    const done = looped
       .catch((error: unknown): AgentResult => {
         // The loop handles every ending itself; reaching this is a bug, reported rather than lost.
         c.logger.error(`run ${runId} crashed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
         return run.result('failed', { error: AgentError.isInstance(error) ? error.info : new AgentError('run_internal_error', String(error)).info });
       })
-      .finally(stopLease);
+      .finally(() => {
+        stopLease();
+        pacer?.end();
+      });
     const stop = async (reason?: string): Promise<AgentResult> => {
       if (!abort.signal.aborted) abort.abort(new RunInterruptedError(reason ?? 'The run was interrupted.'));
       return done;

@@ -160,9 +160,12 @@ export class Run implements HookHost {
       committedAt: Date.now(),
     });
     this.work.committed();
-    if (fields.kind === 'step' && fields.stepIndex !== undefined) this.recorder.stepCommitted(fields.stepIndex);
     if (atomicUsage) this.books.takeUsage();
     else await this.flushUsage();
+    if (fields.kind === 'step' && fields.stepIndex !== undefined) {
+      const held = this.recorder.stepCommitted(fields.stepIndex);
+      if (held) await held;
+    }
   }
 
   /**

@@ -598,10 +598,10 @@ export interface ClaimRunPlan {
 
 /**
  * Takes over a run whose process died: it must exist, be running, be its session's current run, and its
- * lease must have expired by `now` (else `state_run_not_recoverable`). The epoch goes up by one, which
- * fences out every write of the old epoch.
+ * lease must have expired by `now` (else `state_run_not_recoverable`), unless `takeover` says the caller
+ * knows the holder is gone. The epoch goes up by one, which fences out every write of the old epoch.
  */
-export function planClaimRun(input: ClaimRunInput, runId: string, owner: string, leaseMs: number, now: number): Decision<ClaimRunPlan> {
+export function planClaimRun(input: ClaimRunInput, runId: string, owner: string, leaseMs: number, now: number, takeover = false): Decision<ClaimRunPlan> {
   const { run } = input;
   if (!run) return notRecoverable(runId, 'it does not exist');
   const why =
@@ -609,7 +609,7 @@ export function planClaimRun(input: ClaimRunInput, runId: string, owner: string,
       ? `it is ${run.status}`
       : input.currentRunId !== runId
         ? 'another run took over its session'
-        : run.leaseExpiresAt > now
+        : run.leaseExpiresAt > now && !takeover
           ? 'its lease has not expired'
           : undefined;
   if (why !== undefined) return notRecoverable(runId, why);
