@@ -200,6 +200,10 @@ describe('state size (maxStateChars)', () => {
     expect(toolRows(session.messages).map((r) => r.toolCallId)).toEqual(['n1']);
     const chunks = await collect(streamManager.read('fat', { follow: false }));
     expect(chunks.at(-1)).toMatchObject({ type: 'error', status: 'failed', errorInfo: { code: 'run_state_too_large' } });
+    // The write that could never be committed was not streamed as a state_patch either.
+    const patches = chunks.filter((c) => c.type === 'state_patch');
+    expect(patches).toHaveLength(1);
+    expect(JSON.stringify(patches)).not.toContain('b'.repeat(200));
   });
 
   it("onAgentComplete's write past the limit fails the run and the state stays as committed", async () => {

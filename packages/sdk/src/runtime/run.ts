@@ -107,7 +107,10 @@ export class Run implements HookHost {
         throw new AgentError('state_invalid', `A hook's state write does not match ${this.setup.agent.name}'s stateSchema; it was dropped.`, { details: { source, issues } });
       }
     }
-    this.emitNoWait({ type: 'state_patch', patches, source, ...(toolName === undefined ? {} : { toolName }), ...this.chunkBase() });
+    // A write that takes the state past maxStateChars can never be committed (the commit fails the run): it is not streamed either.
+    if (this.work.stateOver(this.setup.limits.maxStateChars) === undefined) {
+      this.emitNoWait({ type: 'state_patch', patches, source, ...(toolName === undefined ? {} : { toolName }), ...this.chunkBase() });
+    }
     if (!this.hooks.wantsStateChange()) return;
     scope.changes.push({ previousState, newState: this.work.state, source, patches, ...(toolName === undefined ? {} : { toolName }) });
   }
