@@ -9,7 +9,8 @@ import { defaultScript, prepareScript } from './script.js';
 
 /** The model a run uses and how to describe it in the serve log. */
 export interface ChosenModel {
-  readonly model: LanguageModel;
+  /** A language model, or the agent's own model id (resolved by an executor's providers registry). */
+  readonly model: LanguageModel | string;
   readonly kind: 'scripted' | 'openai' | 'agent';
   readonly description: string;
 }
@@ -30,7 +31,8 @@ export interface OpenAIOptions {
 export function chooseModel(choice: ModelChoice, agent: ProjectAgent, message: string, env: NodeJS.ProcessEnv, options: OpenAIOptions = {}): ChosenModel {
   if (choice === 'auto' || choice === 'agent') {
     const { model } = agent.agent.llmConfig;
-    return { model, kind: 'agent', description: `the agent's own model (${model.provider} ${model.modelId}, from ${agent.file})` };
+    const named = typeof model === 'string' ? model : `${model.provider} ${model.modelId}`;
+    return { model, kind: 'agent', description: `the agent's own model (${named}, from ${agent.file})` };
   }
   if (choice === 'openai') {
     const baseURL = options.baseURL ?? env['OPENAI_BASE_URL'];

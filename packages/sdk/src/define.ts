@@ -5,6 +5,8 @@ import type { AgentHooks } from './hooks/types.js';
 import { HookManager, type HookMap } from './hooks/manager.js';
 import type { JSONSchema, LanguageModel, LLMToolSpec, ModelParameters } from './llm.js';
 import type { RemoteAgentClient } from './runtime/remote-agent-client.js';
+import { checkResourceLimits, type ResourceLimits } from './runtime/limits.js';
+import { toolJSONSchema, type InferToolSchema, type ToolSchema } from './tool-schema.js';
 
 /** The name of the internal tool an agent with an outputSchema finishes through. */
 export const FINISH_TOOL_NAME = '__finish__';
@@ -43,8 +45,10 @@ export interface ToolContext extends RunAttribution {
 export interface ToolDefinition<TInput = unknown, TOutput = unknown> {
   readonly name: string;
   readonly description: string;
-  readonly inputSchema: z.ZodType<TInput>;
-  readonly outputSchema?: z.ZodType<TOutput>;
+  /** The input's schema: any Standard Schema (zod 3 or 4, valibot, arktype, ...) or an AI SDK `jsonSchema()`. */
+  readonly inputSchema: ToolSchema<TInput>;
+  /** The result's schema, when the tool declares one (same kinds as the input's). */
+  readonly outputSchema?: ToolSchema<TOutput>;
   /** When true, a successful call ends the run and its output becomes the agent's output. */
   readonly finishWith: boolean;
   /**
@@ -96,16 +100,17 @@ export interface RemoteSubAgentSpec extends SubAgentSpecBase {
 }
 
 /** What `defineTool` takes. */
-export interface ToolDefinitionInput<TInputSchema extends z.ZodType, TOutput> {
+export interface ToolDefinitionInput<TInputSchema extends ToolSchema, TOutput> {
   readonly name: string;
   readonly description: string;
+  /** Any Standard Schema (zod 3 or 4, valibot through `toStandardJsonSchema()`, arktype, ...) or an AI SDK `jsonSchema()`; anything else is a ConfigError. */
   readonly inputSchema: TInputSchema;
-  readonly outputSchema?: z.ZodType<TOutput>;
+  readonly outputSchema?: ToolSchema<TOutput>;
   readonly finishWith?: boolean;
   readonly sideEffects?: boolean;
-  readonly needsApproval?: boolean | ((input: z.output<TInputSchema>) => boolean);
+  readonly needsApproval?: boolean | ((input: InferToolSchema<TInputSchema>) => boolean);
   /** Omit it for a client tool (answered by the caller with submitToolResult). */
-  execute?(input: z.output<TInputSchema>, ctx: ToolContext): TOutput | Promise<TOutput>;
+  execute?(input: InferToolSchema<TInputSchema>, ctx: ToolContext): TOutput | Promise<TOutput>;
 }
 
 /** Converts a zod schema to the JSON Schema a provider expects. */
@@ -116,9 +121,9 @@ export function toToolJSONSchema(schema: z.ZodType): JSONSchema {
 }
 
 /** Defines a tool. Its input schema is checked for every call; invalid arguments go back to the model. */
-export function defineTool<TInputSchema extends z.ZodType, TOutput>(
+export function defineTool<TInputSchema extends ToolSchema, TOutput>(
   definition: ToolDefinitionInput<TInputSchema, TOutput>,
-): ToolDefinition<z.output<TInputSchema>, TOutput> {
+): ToolDefinition<InferToolSchema<TInputSchema>, TOutput> {
   if (!TOOL_NAME.test(definition.name)) {
     throw new ConfigError(`Tool name "${definition.name}" is invalid: use 1-64 letters, digits, "_" or "-".`, { tool: definition.name });
   }
@@ -129,16 +134,20 @@ export function defineTool<TInputSchema extends z.ZodType, TOutput>(
     throw new ConfigError(`Tool "${definition.name}": execute must be a function (or absent, for a client tool).`, { tool: definition.name });
   }
   const execute = definition.execute?.bind(definition);
+  const jsonSchema = toolJSONSchema(definition.inputSchema, `Tool "${definition.name}": inputSchema`, { tool: definition.name });
+  // Checked now, so a wrong kind of output schema fails here rather than on the first call.
+  if (definition.outputSchema !== undefined) toolJSONSchema(definition.outputSchema, `Tool "${definition.name}": outputSchema`, { tool: definition.name });
+  type Input = InferToolSchema<TInputSchema>;
   return Object.freeze({
     name: definition.name,
     description: definition.description,
-    inputSchema: definition.inputSchema as z.ZodType<z.output<TInputSchema>>,
+    inputSchema: definition.inputSchema as ToolSchema<Input>,
     ...(definition.outputSchema === undefined ? {} : { outputSchema: definition.outputSchema }),
     finishWith: definition.finishWith ?? false,
     sideEffects: definition.sideEffects ?? false,
-    jsonSchema: toToolJSONSchema(definition.inputSchema),
+    jsonSchema,
     ...(definition.needsApproval === undefined ? {} : { needsApproval: definition.needsApproval }),
-    ...(execute === undefined ? {} : { execute: (input: z.output<TInputSchema>, ctx: ToolContext) => execute(input, ctx) }),
+    ...(execute === undefined ? {} : { execute: (input: Input, ctx: ToolContext) => execute(input, ctx) }),
   });
 }
 
@@ -154,8 +163,11 @@ export interface RetryPolicy {
 
 /** The model an agent uses and how it is called. */
 export interface LLMConfig extends ModelParameters {
-  /** Any AI SDK language model, e.g. `openai('gpt-4o-mini')`. */
-  readonly model: LanguageModel;
+  /**
+   * Any AI SDK language model, e.g. `openai('gpt-4o-mini')`, or a model id such as `'openai:gpt-4o-mini'`
+   * that the executor resolves through its `providers` registry when a run starts.
+   */
+  readonly model: LanguageModel | string;
   readonly retry?: RetryPolicy;
   /** Per-attempt timeout; an attempt that takes longer fails with `provider_timeout` (retryable). */
   readonly timeoutMs?: number;
@@ -167,8 +179,11 @@ export interface LLMConfig extends ModelParameters {
  */
 export type SystemPrompt<TState> = string | { bivarianceHack(state: TState): string }['bivarianceHack'];
 
-/** Loop guards (docs/rules.md, rule 228): each ends the run with a fatal `run_*` error when tripped. */
-export interface RunLimits {
+/**
+ * Loop guards (docs/rules.md, rule 228): each ends the run with a fatal `run_*` error when tripped. The
+ * resource limits ({@link ResourceLimits}) set here win over the executor's `limits`.
+ */
+export interface RunLimits extends ResourceLimits {
   /** `run_repeated_error` when the same tool error (code and message) comes back this many times in a run (default 3; 0 turns it off). */
   readonly maxRepeatedErrors?: number;
   /** `run_empty_responses` after this many consecutive empty model replies (default 3). */
@@ -224,13 +239,15 @@ export function defineAgent<TState = EmptyState, TOutput = string>(definition: A
   if (typeof definition.name !== 'string' || definition.name.trim() === '') {
     throw new ConfigError('An agent needs a non-empty name.');
   }
-  if (!definition.llmConfig || typeof definition.llmConfig.model !== 'object' || definition.llmConfig.model === null) {
-    throw new ConfigError(`Agent "${definition.name}" needs llmConfig.model (an AI SDK language model, e.g. openai('gpt-4o-mini')).`);
+  const model: unknown = definition.llmConfig?.model;
+  if (!((typeof model === 'object' && model !== null) || (typeof model === 'string' && model.trim() !== ''))) {
+    throw new ConfigError(`Agent "${definition.name}" needs llmConfig.model (an AI SDK language model, e.g. openai('gpt-4o-mini'), or a model id such as 'openai:gpt-4o-mini' for the executor's providers registry).`);
   }
   const maxSteps = definition.maxSteps ?? DEFAULT_MAX_STEPS;
   if (definition.limits?.maxCostUsd !== undefined && !definition.limits.pricing) {
     throw new ConfigError(`Agent "${definition.name}": limits.maxCostUsd needs limits.pricing (prices per million tokens).`);
   }
+  checkResourceLimits(definition.limits, `Agent "${definition.name}"`);
   if (!Number.isInteger(maxSteps) || maxSteps < 1) {
     throw new ConfigError(`Agent "${definition.name}": maxSteps must be a positive integer, got ${String(definition.maxSteps)}.`);
   }

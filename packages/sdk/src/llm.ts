@@ -5,6 +5,16 @@ import type { Message, ToolCall } from './messages.js';
 /** The model an agent runs on: any AI SDK language model (spec v3, as `ai@6` providers return). */
 export type LanguageModel = LanguageModelV3;
 
+/**
+ * Where string model ids are looked up: the AI SDK's `createProviderRegistry({ openai, anthropic })`
+ * (ids such as `'openai:gpt-4o-mini'`), or a single provider (`createOpenAI()`: ids such as
+ * `'gpt-4o-mini'`). It throws for an id it does not know.
+ */
+export interface ModelRegistry {
+  /** The language model for `id`; throws (`NoSuchProviderError`, `NoSuchModelError`) for an unknown one. */
+  languageModel(id: string): LanguageModel;
+}
+
 /** A JSON Schema object (draft 2020-12 or 7), as produced by `z.toJSONSchema`. */
 export type JSONSchema = Readonly<Record<string, unknown>>;
 

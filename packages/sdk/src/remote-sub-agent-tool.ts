@@ -1,23 +1,23 @@
-import type { z } from 'zod';
 import { defineTool, type RemoteSubAgentSpec, type ToolDefinition } from './define.js';
 import { ConfigError } from './errors.js';
 import type { RemoteAgentClient } from './runtime/remote-agent-client.js';
 import { defaultInput } from './sub-agent-tool.js';
+import type { InferToolSchema, ToolSchema } from './tool-schema.js';
 
 /** What `defineRemoteSubAgentTool` takes. */
-export interface RemoteSubAgentToolOptions<TInputSchema extends z.ZodType> {
+export interface RemoteSubAgentToolOptions<TInputSchema extends ToolSchema> {
   /** The tool's name, as the parent's model calls it. */
   readonly name: string;
   /** What the parent's model reads about the tool. */
   readonly description: string;
-  /** The tool's input, validated before the child starts. */
+  /** The tool's input (zod, any Standard Schema, or the AI SDK's `jsonSchema()`), validated before the child starts. */
   readonly inputSchema: TInputSchema;
   /** The remote agent's name (`call.agentType` in the sub-agent hooks; the service looks the agent up by it). */
   readonly agentType: string;
   /** Where the child runs. */
   readonly client: RemoteAgentClient;
   /** The child's input (default: the `input` field of the arguments when it is a string, else the arguments as JSON). */
-  readonly input?: (args: z.output<TInputSchema>) => string;
+  readonly input?: (args: InferToolSchema<TInputSchema>) => string;
   /** What the parent's model receives (default: the child's output). */
   readonly output?: (childOutput: unknown) => unknown;
   /** The most the child may take: then it is stopped and the call fails with `subagent_timeout` (default: no limit). */
@@ -41,7 +41,7 @@ function checkMs(value: number | undefined, name: string): void {
  * `subagent_failed` result (the parent goes on), stopping the parent stops the child, and the spawn is
  * recorded, so a recovered parent re-attaches to the same remote run instead of starting another.
  */
-export function defineRemoteSubAgentTool<TInputSchema extends z.ZodType>(options: RemoteSubAgentToolOptions<TInputSchema>): ToolDefinition<z.output<TInputSchema>, unknown> {
+export function defineRemoteSubAgentTool<TInputSchema extends ToolSchema>(options: RemoteSubAgentToolOptions<TInputSchema>): ToolDefinition<InferToolSchema<TInputSchema>, unknown> {
   const { client, agentType } = options;
   if (typeof agentType !== 'string' || agentType.length === 0 || agentType.length > 256) throw new ConfigError('defineRemoteSubAgentTool() needs an agentType of 1 to 256 characters.');
   const missing = CLIENT_METHODS.filter((m) => typeof (client as unknown as Record<string, unknown> | undefined)?.[m] !== 'function');

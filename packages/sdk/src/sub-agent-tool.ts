@@ -2,9 +2,10 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { defineTool, type AgentConfig, type SubAgentSpec, type ToolDefinition } from './define.js';
 import { ConfigError } from './errors.js';
+import type { InferToolSchema, ToolSchema } from './tool-schema.js';
 
 /** What `defineSubAgentTool` takes. */
-export interface SubAgentToolOptions<TState = unknown, TOutput = unknown, TInputSchema extends z.ZodType = z.ZodObject<{ input: z.ZodString }>> {
+export interface SubAgentToolOptions<TState = unknown, TOutput = unknown, TInputSchema extends ToolSchema = z.ZodObject<{ input: z.ZodString }>> {
   /** The child agent. Its hooks fire for its own run; its session is derived from the parent session and the call id. */
   readonly agent: AgentConfig<TState, TOutput>;
   /** The tool's name (default: the agent's name). */
@@ -14,7 +15,7 @@ export interface SubAgentToolOptions<TState = unknown, TOutput = unknown, TInput
   /** The tool's input (default: `{ input: string }`). */
   readonly inputSchema?: TInputSchema;
   /** The child's input (default: the `input` field of the arguments when it is a string, else the arguments as JSON). */
-  readonly input?: (args: z.output<TInputSchema>) => string;
+  readonly input?: (args: InferToolSchema<TInputSchema>) => string;
   /** What the parent's model receives (default: the child's output). */
   readonly output?: (childOutput: TOutput) => unknown;
 }
@@ -32,7 +33,7 @@ export function defaultInput(args: unknown): string {
  * beforeSubAgent → the child's whole run → afterSubAgent → onStateChange → onMessage → afterTool. A
  * child that fails gives an error result to the parent's model, and the parent goes on.
  */
-export function defineSubAgentTool<TState, TOutput, TInputSchema extends z.ZodType = z.ZodObject<{ input: z.ZodString }>>(options: SubAgentToolOptions<TState, TOutput, TInputSchema>): ToolDefinition<z.output<TInputSchema>, unknown> {
+export function defineSubAgentTool<TState, TOutput, TInputSchema extends ToolSchema = z.ZodObject<{ input: z.ZodString }>>(options: SubAgentToolOptions<TState, TOutput, TInputSchema>): ToolDefinition<InferToolSchema<TInputSchema>, unknown> {
   const agent = options.agent as unknown as AgentConfig<unknown, unknown>;
   if (!agent || typeof agent.name !== 'string') throw new ConfigError('defineSubAgentTool() needs the child agent (from defineAgent).');
   const name = options.name ?? agent.name;

@@ -311,7 +311,8 @@ export function createOtelHooks(options: OtelHooksOptions = {}): OtelTracing {
       [C.HELIX_RUN_ID]: ctx.runId,
       [C.HELIX_RUN_START_SIGNAL]: start.signal,
     };
-    if (model) {
+    // A model id (resolved by the executor's registry) is reported by the model-call spans, which see the resolved model.
+    if (model !== undefined && typeof model !== 'string') {
       attributes[C.GEN_AI_PROVIDER_NAME] = C.genAiProviderName(model.provider);
       attributes[C.GEN_AI_REQUEST_MODEL] = model.modelId;
     }

@@ -5,6 +5,7 @@ import { ConfigError, HookError, RunInterruptedError } from '../errors.js';
 import type { HookObject } from '../hooks/manager.js';
 import type { BeforeToolPayload, BeforeToolResult, HookContext, HookPoint } from '../hooks/types.js';
 import type { ToolCall } from '../messages.js';
+import { checkSchema } from '../tool-schema.js';
 
 /** What a human (or a program standing in for one) decided about one tool call. */
 export type ConfirmationDecision =
@@ -264,12 +265,12 @@ class TerminalPrompt implements ConfirmationStrategy {
       this.#write(`That is not valid JSON (${error instanceof Error ? error.message : String(error)}).\n`);
       return undefined;
     }
-    const checked = call.tool.inputSchema.safeParse(value);
-    if (!checked.success) {
-      this.#write(`Those arguments do not match the tool's input:\n${z.prettifyError(checked.error)}\n`);
+    const checked = await checkSchema(call.tool.inputSchema, value);
+    if (!checked.ok) {
+      this.#write(`Those arguments do not match the tool's input:\n${checked.message}\n`);
       return undefined;
     }
-    if (JSON.stringify(checked.data) === JSON.stringify(call.arguments)) return { decision: 'confirm', toolCallId: call.id };
+    if (JSON.stringify(checked.value) === JSON.stringify(call.arguments)) return { decision: 'confirm', toolCallId: call.id };
     return { decision: 'modify', input: value, toolCallId: call.id };
   }
 

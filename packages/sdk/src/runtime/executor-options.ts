@@ -1,8 +1,10 @@
 import type { AgentConfig } from '../define.js';
 import { AgentError } from '../errors.js';
+import type { ModelRegistry } from '../llm.js';
 import type { Message } from '../messages.js';
 import type { PendingCall } from '../store.js';
 import type { AuditHooks } from './hook-dispatch.js';
+import type { ResourceLimits } from './limits.js';
 import type { Logger } from './logger.js';
 import type { RunHost } from './run-host.js';
 
@@ -18,6 +20,11 @@ export interface JSAgentExecutorOptions {
   readonly instanceId?: string;
   /** Which hook invocations are written to the stream as `hook_decision` chunks: steering decisions and handled errors (default), every invocation, or none. */
   readonly auditHooks?: AuditHooks;
+  /**
+   * Resolves model ids: an agent with `llmConfig: { model: 'openai:gpt-4o-mini' }` runs on
+   * `providers.languageModel('openai:gpt-4o-mini')`, typically the AI SDK's `createProviderRegistry({ openai })`.
+   */
+  readonly providers?: ModelRegistry;
   /** Signs approval requests and requires valid signatures on approve() / reject() (HMAC-SHA256). */
   readonly approvalSecret?: string;
   /** Agents whose sessions resume(), retry(), send() and recover() may continue. */
@@ -31,6 +38,11 @@ export interface JSAgentExecutorOptions {
    * then the child is asked to stop and the call fails with `subagent_timeout`.
    */
   readonly attachedSubAgentTimeoutMs?: number;
+  /**
+   * Size limits for every run of this executor: input, a stored tool result, tool calls per step, state and
+   * message count (defaults in `DEFAULT_RESOURCE_LIMITS`). An agent's own `limits` win over these.
+   */
+  readonly limits?: ResourceLimits;
   /** How long a run's lease lasts without renewal (default 30 s); it is renewed every third of that. A process that dies is recovered once its leases expire. */
   readonly leaseMs?: number;
   /**

@@ -10,6 +10,7 @@ import type { StreamChunk, StreamManager, StreamReadOptions } from '../stream.js
 import type { AgentHandle, AgentRuntime, ExecuteOptions, RecoverOptions, ResumeOptions, RetryOptions, RunCallOptions } from './agent-runtime.js';
 import { ApprovalSigner } from './approval-signature.js';
 import { cancelledRows, type JSAgentExecutorOptions } from './executor-options.js';
+import { checkInputText, checkInputValue, checkResourceLimits, resolveLimits, tooManyMessages, type ResolvedLimits, type ResourceLimits } from './limits.js';
 import { consoleLogger, type Logger } from './logger.js';
 import { recoverRuns } from './recovery.js';
 import type { AgentResult } from './result.js';
@@ -34,6 +35,7 @@ export class JSAgentExecutor implements AgentRuntime {
   readonly #signer: ApprovalSigner | undefined;
   readonly #generateId: (kind: 'run' | 'turn' | 'session') => string;
   readonly #attachTimeoutMs: number;
+  readonly #limits: ResourceLimits | undefined;
   /** This process's name on leases. */
   readonly instanceId: string;
   readonly leaseMs: number;
@@ -44,6 +46,8 @@ export class JSAgentExecutor implements AgentRuntime {
     readonly llmAdapter: LLMAdapter,
     options: JSAgentExecutorOptions = {},
   ) {
+    checkResourceLimits(options.limits, 'JSAgentExecutor');
+    this.#limits = options.limits;
     this.#logger = options.logger ?? consoleLogger;
     this.#generateId = options.generateId ?? (() => randomUUID());
     this.instanceId = options.instanceId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -60,6 +64,8 @@ export class JSAgentExecutor implements AgentRuntime {
       generateId: this.#generateId,
       instanceId: this.instanceId,
       leaseMs: this.leaseMs,
+      ...(options.limits === undefined ? {} : { limits: options.limits }),
+      ...(options.providers === undefined ? {} : { providers: options.providers }),
       ...(options.host === undefined ? {} : { host: options.host }),
       children: { maxDepth: options.maxSubAgentDepth ?? 5, maxPerStep: options.maxSubAgentsPerStep ?? 16, start: (agent, input, child) => this.#startChild(agent, input, child) },
     });
@@ -84,24 +90,19 @@ export class JSAgentExecutor implements AgentRuntime {
       throw new AgentError('run_invalid_input', `execute() takes the user's input as a string, got ${typeof input}.`);
     }
     const erased = agent;
+    const limits = this.#limitsOf(agent);
+    checkInputText(input, limits, 'input');
     this.registerAgent(erased);
     const sessionId = checkSessionId(options.sessionId ?? this.#generateId('session'));
     if (options.parentSessionId !== undefined) checkSessionId(options.parentSessionId, 'parent session id');
     const existing = await this.stateStore.loadSession(sessionId);
-    let initialState: unknown = existing?.state;
-    if (!existing) {
-      const parsed = agent.stateSchema ? agent.stateSchema.safeParse(options.initialState ?? {}) : { success: true as const, data: options.initialState ?? {} };
-      if (!parsed.success) {
-        throw new AgentError('run_invalid_input', `The initial state does not match ${agent.name}'s stateSchema: ${parsed.error.message}`, {
-          details: { issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })) },
-        });
-      }
-      initialState = parsed.data;
-    }
+    const initialState: unknown = existing ? existing.state : initialStateOf(agent, options.initialState, limits);
     // A new turn on a session suspended at a boundary cancels the calls it was waiting on (their rows
     // keep the transcript valid: every tool call has a result).
     const suspendedRun = existing?.currentRunId === undefined ? undefined : await this.stateStore.getRun(existing.currentRunId);
     const leadingRows = suspendedRun?.status === 'suspended' ? cancelledRows(suspendedRun.suspension?.pending ?? []) : [];
+    const rows = (existing?.messages.length ?? 0) + leadingRows.length + 1;
+    if (rows > limits.maxMessages) throw tooManyMessages(rows, limits.maxMessages, true);
     return this.#launcher.begin(erased, sessionId, options as RunCallOptions, {
       signal: 'start',
       input,
@@ -136,6 +137,11 @@ export class JSAgentExecutor implements AgentRuntime {
     return this.#newTurn(agent, input, options, { depth: child.depth, parentToolCallId: child.parentToolCallId });
   }
 
+  /** The size limits of `agent`'s runs on this executor. */
+  #limitsOf(agent: AgentConfig<unknown, unknown>): ResolvedLimits {
+    return resolveLimits(this.#limits, agent.limits);
+  }
+
   /** Adds an agent to the registry that resume(), retry(), send() and recover() look sessions' agents up in. execute() registers its agent. */
   registerAgent(agent: AgentConfig<unknown, unknown>): this {
     this.#agents.set(agent.name, agent);
@@ -164,6 +170,7 @@ export class JSAgentExecutor implements AgentRuntime {
     const session = await this.#session(sessionId);
     const agent = this.#agentFor(session.agentType);
     if (options.mode === 'with_message') return this.send(sessionId, options.message, options);
+    checkAnswers(options, this.#limitsOf(agent));
     const previousRunId = session.currentRunId;
     if (options.mode === 'from_checkpoint') {
       const checkpoints = await this.stateStore.listCheckpoints(sessionId);
@@ -226,6 +233,7 @@ export class JSAgentExecutor implements AgentRuntime {
   async retry(sessionId: string, options: RetryOptions = {}): Promise<AgentHandle> {
     const session = await this.#session(sessionId);
     const agent = this.#agentFor(session.agentType);
+    if (options.message !== undefined) checkInputText(options.message, this.#limitsOf(agent), 'retry message');
     const failed = session.currentRunId === undefined ? undefined : await this.stateStore.getRun(session.currentRunId);
     if (!failed || (failed.status !== 'failed' && failed.status !== 'interrupted')) {
       throw new AgentError('session_not_retryable', `Session ${sessionId} has no failed or interrupted run to retry${failed ? ` (its run is ${failed.status})` : ''}.`, { details: { sessionId } });
@@ -344,4 +352,23 @@ export class JSAgentExecutor implements AgentRuntime {
   async close(): Promise<void> {
     await this.#launcher.close();
   }
+}
+
+/** Refuses a resume whose client results or edited approval inputs are over the size limits (nothing is written). */
+function checkAnswers(options: ResumeOptions, limits: ResolvedLimits): void {
+  if (options.mode !== 'continue' && options.mode !== 'with_confirmation') return;
+  for (const r of options.toolResults ?? []) checkInputValue(r.result, limits, `result submitted for call ${r.toolCallId}`, 'maxToolResultChars');
+  for (const d of options.decisions ?? []) if (d.input !== undefined) checkInputValue(d.input, limits, `edited input of call ${d.toolCallId}`, 'maxInputChars');
+}
+
+/** A new session's initial state: validated against the agent's stateSchema and refused over `maxStateChars` (`run_invalid_input`, `run_input_too_large`). */
+function initialStateOf(agent: AgentConfig<unknown, unknown>, given: unknown, limits: ResolvedLimits): unknown {
+  const parsed = agent.stateSchema ? agent.stateSchema.safeParse(given ?? {}) : { success: true as const, data: given ?? {} };
+  if (!parsed.success) {
+    throw new AgentError('run_invalid_input', `The initial state does not match ${agent.name}'s stateSchema: ${parsed.error.message}`, {
+      details: { issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })) },
+    });
+  }
+  checkInputValue(parsed.data, limits, 'initial state', 'maxStateChars');
+  return parsed.data;
 }

@@ -103,7 +103,7 @@ export class HookDispatcher {
    * and goes on, fail-run throws `hook_failed`, fail-closed throws `hook_blocked`, and block-tool turns
    * it into the chain's result through `onBlock` (beforeTool only).
    */
-  async chain<P, R>(point: HookPoint, payload: P, scope: WriteScope, interpret: (value: unknown, payload: P, entry: HookEntry) => Verdict<P, R>, onBlock?: BlockOnError<R>): Promise<ChainEnd<P, R>> {
+  async chain<P, R>(point: HookPoint, payload: P, scope: WriteScope, interpret: (value: unknown, payload: P, entry: HookEntry) => Verdict<P, R> | Promise<Verdict<P, R>>, onBlock?: BlockOnError<R>): Promise<ChainEnd<P, R>> {
     const entries = this.#manager.entries(point);
     if (entries.length === 0) return { payload };
     const ctx = this.context(point, scope);
@@ -121,7 +121,9 @@ export class HookDispatcher {
         await this.#flush(point, scope);
         continue;
       }
-      const verdict = interpret(outcome.value, current, entry);
+      // An interpret step may have to wait (a schema that validates asynchronously); most answer at once.
+      const interpreted = interpret(outcome.value, current, entry);
+      const verdict = interpreted instanceof Promise ? await interpreted : interpreted;
       this.#audit(entry, verdict?.decision ?? 'allow', outcome.durationMs, scope.callId, verdict?.reason);
       await this.#flush(point, scope);
       if (verdict?.end !== undefined) return { payload: current, result: verdict.end };

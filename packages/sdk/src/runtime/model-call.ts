@@ -1,7 +1,7 @@
 import { FINISH_TOOL_NAME, type ToolDefinition } from '../define.js';
 import { AgentError, agentErrorFromInfo, HookError, RunInterruptedError, type AgentErrorInfo } from '../errors.js';
 import type { BeforeLLMCallPayload, BeforeLLMCallResult, StepPlan } from '../hooks/types.js';
-import type { LLMAdapter, LLMToolSpec, StepFailure, StepResult, StepSuccess } from '../llm.js';
+import type { LanguageModel, LLMAdapter, LLMToolSpec, StepFailure, StepResult, StepSuccess } from '../llm.js';
 import type { AssistantMessage, Message } from '../messages.js';
 import { crashPoint } from './crash-points.js';
 import type { HookEntry } from '../hooks/manager.js';
@@ -91,7 +91,7 @@ async function attemptOnce(run: Run, adapter: LLMAdapter, attempt: number, scope
   const systemPrompt = typeof agent.systemPrompt === 'function' ? agent.systemPrompt(run.state) : agent.systemPrompt;
   const messages = run.work.messages;
   let request: ModelRequest = { messages, systemPrompt, tools: agent.llmTools };
-  if (run.hooks.has('beforeLLMCall')) request = await beforeLLMCallChain(run, new LLMCallPayload(messages, systemPrompt, agent, attempt), scope, request);
+  if (run.hooks.has('beforeLLMCall')) request = await beforeLLMCallChain(run, new LLMCallPayload(messages, systemPrompt, agent, run.setup.model, attempt), scope, request);
   await run.emit({ type: 'step_start', stepIndex, attempt, ...run.chunkBase() });
   crashPoint('in_model_call');
   const timeout = config.timeoutMs === undefined ? undefined : AbortSignal.timeout(config.timeoutMs);
@@ -100,7 +100,7 @@ async function attemptOnce(run: Run, adapter: LLMAdapter, attempt: number, scope
   let result: StepResult;
   try {
     const onTextDelta = (delta: string): void => run.emitNoWait({ type: 'text_delta', stepIndex, delta, ...run.chunkBase() });
-    result = await adapter.generateStep({ model: config.model, systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools, modelParameters: config, abortSignal, onTextDelta });
+    result = await adapter.generateStep({ model: run.setup.model, systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools, modelParameters: config, abortSignal, onTextDelta });
   } catch (error) {
     // An adapter must return provider failures; a throw is a bug and fires no afterLLMCall.
     if (AgentError.isInstance(error)) throw error;
@@ -167,14 +167,17 @@ class LLMCallPayload implements BeforeLLMCallPayload {
   readonly modelParameters: BeforeLLMCallPayload['modelParameters'];
   readonly attempt: number;
 
-  constructor(conversation: readonly Message[], systemPrompt: string | undefined, agent: BeforeLLMCallPayload['config'], attempt: number, tools?: readonly LLMToolSpec[]) {
+  readonly #languageModel: LanguageModel;
+
+  constructor(conversation: readonly Message[], systemPrompt: string | undefined, agent: BeforeLLMCallPayload['config'], languageModel: LanguageModel, attempt: number, tools?: readonly LLMToolSpec[]) {
     this.#conversation = conversation;
     this.#length = conversation.length;
     this.#systemPrompt = systemPrompt;
     this.tools = tools ?? agent.llmTools;
     this.config = agent;
-    this.model = agent.llmConfig.model.modelId;
-    this.provider = agent.llmConfig.model.provider;
+    this.#languageModel = languageModel;
+    this.model = languageModel.modelId;
+    this.provider = languageModel.provider;
     this.modelParameters = agent.llmConfig;
     this.attempt = attempt;
   }
@@ -190,7 +193,7 @@ class LLMCallPayload implements BeforeLLMCallPayload {
 
   /** The payload the next handler of the chain sees after a rewrite. */
   rewrite(messages: readonly Message[] | undefined, tools: readonly LLMToolSpec[] | undefined): LLMCallPayload {
-    const next = new LLMCallPayload(this.#conversation.slice(0, this.#length), this.#systemPrompt, this.config, this.attempt, tools ?? this.tools);
+    const next = new LLMCallPayload(this.#conversation.slice(0, this.#length), this.#systemPrompt, this.config, this.#languageModel, this.attempt, tools ?? this.tools);
     next.#messages = Object.freeze((messages ?? this.messages).slice());
     return next;
   }

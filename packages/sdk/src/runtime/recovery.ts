@@ -23,6 +23,8 @@ export async function recoverRuns(store: StateStore, launcher: RunLauncher, owne
       continue;
     }
     try {
+      // A model id that no longer resolves leaves the run unclaimed (and logged) for a process that can run it.
+      launcher.modelFor(agent);
       const claimed = await store.claimRun(candidate.runId, owner, leaseMs, Date.now());
       handles.push(await launcher.continueClaimed(agent, claimed, options));
     } catch (error) {

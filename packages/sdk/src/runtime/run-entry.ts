@@ -2,7 +2,7 @@ import type { AgentConfig } from '../define.js';
 import { AgentError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
 import { HookManager, type HookEntry, type HookObject } from '../hooks/manager.js';
 import type { AgentHooks } from '../hooks/types.js';
-import type { LLMAdapter } from '../llm.js';
+import type { LLMAdapter, LanguageModel, ModelRegistry } from '../llm.js';
 import type { Message } from '../messages.js';
 import type { BeginRunRequest, ClaimedRun, RunLease, RunOptionsRecord, StateStore } from '../store.js';
 import type { StartSignalKind, StreamChunkInput, StreamManager, StreamWriter } from '../stream.js';
@@ -11,6 +11,8 @@ import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
 import { crashPoint } from './crash-points.js';
 import type { AuditHooks } from './hook-dispatch.js';
 import { keepLease } from './lease.js';
+import { resolveLimits, type ResourceLimits } from './limits.js';
+import { resolveModel } from './model-registry.js';
 import type { Logger } from './logger.js';
 import type { AgentResult } from './result.js';
 import { runLoop } from './run-loop.js';
@@ -68,6 +70,10 @@ export interface LauncherConfig {
   readonly leaseMs: number;
   /** Starts the child runs of sub-agent calls. */
   readonly children?: ChildRunner;
+  /** The executor's size limits (an agent's own win). */
+  readonly limits?: ResourceLimits;
+  /** Resolves agents' model ids. */
+  readonly providers?: ModelRegistry;
   /** Where loops run (absent: in this process, right after the entry). */
   readonly host?: RunHost;
 }
@@ -140,6 +146,8 @@ export class RunLauncher {
 
   /** Begins a run: K1 (which may open a turn or restore a checkpoint), the stream claim and run_started, then the loop (on the host, when there is one). */
   async begin(agent: AgentConfig<unknown, unknown>, sessionId: string, options: RunCallOptions, spec: BeginSpec): Promise<AgentHandle> {
+    // Before anything is written, here or on a host: a model id the registry does not know refuses the entry.
+    this.modelFor(agent);
     const runId = this.#config.generateId('run');
     const host = this.#config.host;
     if (host) return host.begin({ runId, sessionId, agent, options, spec, enter: (pacer) => this.beginHere(agent, sessionId, options, spec, runId, pacer) });
@@ -149,6 +157,7 @@ export class RunLauncher {
   /** The entry of run `runId` in this process, then its loop: at once, or held by `pacer` (for a host). */
   async beginHere(agent: AgentConfig<unknown, unknown>, sessionId: string, options: RunCallOptions, spec: BeginSpec, runId: string, pacer: Pacer | undefined): Promise<AgentHandle> {
     const c = this.#config;
+    const model = this.modelFor(agent);
     const hooks = this.hooksFor(agent, options.hooks, options.hookManager);
     await this.warmUp(hooks);
     const turnId = c.generateId('turn');
@@ -174,7 +183,7 @@ export class RunLauncher {
     crashPoint('after_k1');
     const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input);
     const turn = begun.session.turn;
-    const setup = this.#setup({ agent, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch, ...executionHooks(options) }, record);
+    const setup = this.#setup({ agent, model, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch, ...executionHooks(options) }, record);
     return this.#launch(setup, begun.lease, { state: begun.session.state, messages: begun.session.messages, startedAt }, undefined, {
       ...spec.start,
       signal: spec.signal,
@@ -188,12 +197,13 @@ export class RunLauncher {
   /** Continues a run this process claimed for recovery, from its last commit, replaying its journal (held by `pacer`, for a host). */
   async continueClaimed(agent: AgentConfig<unknown, unknown>, claimed: ClaimedRun, hookSources: Pick<RunCallOptions, 'hooks' | 'hookManager' | 'usageStore'>, pacer?: Pacer): Promise<AgentHandle> {
     const { session, run, lease, journal } = claimed;
+    const model = this.modelFor(agent);
     const hooks = this.hooksFor(agent, hookSources.hooks, hookSources.hookManager);
     await this.warmUp(hooks);
     const turn = session.turn;
     const input = turnInput(turn?.input) || (run.options.input ?? '');
     const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, run.signal, input);
-    const setup = this.#setup({ agent, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch, ...executionHooks(hookSources) }, run.options);
+    const setup = this.#setup({ agent, model, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch, ...executionHooks(hookSources) }, run.options);
     // Another process asked for this run to stop while nobody ran it: it stops at once.
     if (run.stopRequest !== undefined) setup.abort.abort(new RunInterruptedError(run.stopRequest.reason));
     return this.#launch(setup, lease, { state: session.state, messages: session.messages, startedAt: run.startedAt, stepCount: run.stepCount }, journal, {
@@ -206,6 +216,11 @@ export class RunLauncher {
       signalFired: run.stepCount > 0,
       ...(run.output === undefined ? {} : { committedOutput: { value: run.output } }),
     }, undefined, pacer);
+  }
+
+  /** The model `agent`'s runs call (its model id resolved through the providers registry); a ConfigError when it cannot be resolved. */
+  modelFor(agent: AgentConfig<unknown, unknown>): LanguageModel {
+    return resolveModel(agent, this.#config.providers);
   }
 
   /** Calls `listener` for every run started or recovered here, right after its entry; returns the function that removes it. */
@@ -254,7 +269,7 @@ export class RunLauncher {
   }
 
   #setup(
-    own: Pick<RunSetup, 'agent' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch' | 'executionHooks'>,
+    own: Pick<RunSetup, 'agent' | 'model' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch' | 'executionHooks'>,
     who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId' | 'parentToolCallId' | 'depth'>,
   ): RunSetup {
     const c = this.#config;
@@ -267,6 +282,7 @@ export class RunLauncher {
       strictTerminalHooks: c.strictTerminalHooks,
       auditHooks: c.auditHooks,
       depth: who.depth ?? 0,
+      limits: resolveLimits(c.limits, own.agent.limits),
       ...(c.children === undefined ? {} : { children: c.children }),
       ...(who.parentSessionId === undefined ? {} : { parentSessionId: who.parentSessionId }),
       ...(who.parentToolCallId === undefined ? {} : { parentToolCallId: who.parentToolCallId }),

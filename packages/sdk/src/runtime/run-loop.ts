@@ -5,6 +5,7 @@ import type { Message, ToolCall } from '../messages.js';
 import type { PendingCall } from '../store.js';
 import { crashPoint } from './crash-points.js';
 import type { Verdict } from './hook-dispatch.js';
+import { tooManyMessages } from './limits.js';
 import { modelReply } from './model-call.js';
 import type { AgentResult } from './result.js';
 import { finish, fail, ownSupersede, stopAfterTools, StopWithRecords, superseded, suspend, type Ending } from './run-end.js';
@@ -34,6 +35,9 @@ export async function runLoop(run: Run, adapter: LLMAdapter, start: RunStart): P
     const warned = new Set<string>();
     for (;;) {
       if (run.stepCount >= run.setup.agent.maxSteps) return await finish(run, maxStepsEnding(run), progress.startHookFired);
+      // A conversation past maxMessages gets no further model call (the rows so far are committed).
+      const rows = run.work.messages.length;
+      if (rows > run.setup.limits.maxMessages) return await finish(run, { kind: 'fail', error: tooManyMessages(rows, run.setup.limits.maxMessages, false) }, progress.startHookFired);
       const end = await step(run, adapter, warned, progress);
       if ('suspend' in end) return await suspend(run, end.suspend, true);
       if (end.ending) return await finish(run, end.ending, progress.startHookFired);

@@ -1,16 +1,20 @@
 import type { AgentConfig } from '../define.js';
 import type { HookManager } from '../hooks/manager.js';
+import type { LanguageModel } from '../llm.js';
 import type { RunAttribution } from '../hooks/types.js';
 import type { StateStore } from '../store.js';
 import type { StreamWriter } from '../stream.js';
 import type { UsageStore } from '../usage.js';
 import type { AgentHandle } from './agent-runtime.js';
 import type { AuditHooks } from './hook-dispatch.js';
+import type { ResolvedLimits } from './limits.js';
 import type { Logger } from './logger.js';
 
 /** Everything a run needs that does not change while it runs. */
 export interface RunSetup extends RunAttribution {
   readonly agent: AgentConfig<unknown, unknown>;
+  /** The model the run calls: the agent's, or what the executor's providers registry resolved its model id to. */
+  readonly model: LanguageModel;
   readonly hooks: HookManager<unknown, unknown>;
   readonly stateStore: StateStore;
   readonly writer: StreamWriter;
@@ -36,6 +40,8 @@ export interface RunSetup extends RunAttribution {
   readonly auditHooks: AuditHooks;
   /** How deep this run is in a tree of sub-agents (0 for a root run). */
   readonly depth: number;
+  /** The run's size limits (the agent's, then the executor's, then the defaults). */
+  readonly limits: ResolvedLimits;
   /** Starts (or re-attaches to) child runs of sub-agent calls; absent where the runtime cannot. */
   readonly children?: ChildRunner;
 }

@@ -5,6 +5,7 @@ import type { Commit, RunStatus } from '../store.js';
 import type { StreamChunkInput } from '../stream.js';
 import type { ChunkFields, HookHost } from './hook-context.js';
 import { HookDispatcher, type WriteScope } from './hook-dispatch.js';
+import { stateTooLarge } from './limits.js';
 import type { AgentResult } from './result.js';
 import { RunBooks } from './run-books.js';
 import type { RunSetup } from './run-setup.js';
@@ -106,7 +107,10 @@ export class Run implements HookHost {
         throw new AgentError('state_invalid', `A hook's state write does not match ${this.setup.agent.name}'s stateSchema; it was dropped.`, { details: { source, issues } });
       }
     }
-    this.emitNoWait({ type: 'state_patch', patches, source, ...(toolName === undefined ? {} : { toolName }), ...this.chunkBase() });
+    // A write that takes the state past maxStateChars can never be committed (the commit fails the run): it is not streamed either.
+    if (this.work.stateOver(this.setup.limits.maxStateChars) === undefined) {
+      this.emitNoWait({ type: 'state_patch', patches, source, ...(toolName === undefined ? {} : { toolName }), ...this.chunkBase() });
+    }
     if (!this.hooks.wantsStateChange()) return;
     scope.changes.push({ previousState, newState: this.work.state, source, patches, ...(toolName === undefined ? {} : { toolName }) });
   }
@@ -145,6 +149,7 @@ export class Run implements HookHost {
   /** One fenced commit of the pending rows, the state when it changed, and the buffered usage. */
   async commit(fields: Pick<Commit, 'kind' | 'stepIndex' | 'checkpoint' | 'runStatus' | 'output' | 'error' | 'suspension'>): Promise<void> {
     const s = this.setup;
+    this.#checkStateSize(fields.kind === 'terminal' && fields.runStatus !== 'completed');
     // Usage rides in the commit when the state store is also the run's usage store, so both land atomically.
     const usage = this.books.pendingUsage;
     const atomicUsage = usage.length > 0 && (s.usageStore as unknown) === s.stateStore;
@@ -164,6 +169,20 @@ export class Run implements HookHost {
       const held = this.recorder.stepCommitted(fields.stepIndex);
       if (held) await held;
     }
+  }
+
+  /**
+   * A commit never writes a state over `maxStateChars`: it throws `run_state_too_large`, and the failing
+   * run's terminal commit (`ending`) goes back to the committed state instead.
+   */
+  #checkStateSize(ending: boolean): void {
+    if (this.work.state === this.work.committedState) return;
+    const max = this.setup.limits.maxStateChars;
+    const size = this.work.stateOver(max);
+    if (size === undefined) return;
+    if (!ending) throw stateTooLarge(size, max);
+    this.setup.logger.warn(`the state of failing run ${this.setup.runId} is ${size} characters long, over limits.maxStateChars (${max}); its uncommitted writes are dropped`, { runId: this.setup.runId });
+    this.work.revertState();
   }
 
   /** Hands buffered usage to the usage store (after the commit of the work it belongs to). */

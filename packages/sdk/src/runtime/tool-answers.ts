@@ -2,6 +2,7 @@ import { AgentError, ToolError, type AgentErrorInfo } from '../errors.js';
 import type { ToolDefinition } from '../define.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
 import type { PendingCall } from '../store.js';
+import { checkSchema } from '../tool-schema.js';
 import { callScope, type Run } from './run.js';
 import { errorResult, executeCall, invalidInput, type ToolOutcome } from './tool-calls.js';
 import { beforeToolChain, blockCall, cancelCall, recordResult } from './tool-steering.js';
@@ -24,12 +25,12 @@ export type PendingAnswer =
  */
 async function runEdited(run: Run, tool: ToolDefinition, call: ToolCall, edited: unknown): Promise<ToolOutcome> {
   const scope = callScope(call.id);
-  const parsed = tool.inputSchema.safeParse(edited);
-  if (!parsed.success) {
-    await run.appendMessage(errorResult(call, invalidInput(tool.name, parsed.error)), scope);
+  const parsed = await checkSchema(tool.inputSchema, edited);
+  if (!parsed.ok) {
+    await run.appendMessage(errorResult(call, invalidInput(tool.name, parsed)), scope);
     return { call, stopped: false };
   }
-  const steered = await beforeToolChain(run, tool, call, parsed.data, scope);
+  const steered = await beforeToolChain(run, tool, call, parsed.value, scope);
   if (run.superseded) throw run.superseded;
   const toolCall: ToolCall = { ...call, arguments: steered.input };
   if (run.signal.aborted) return cancelCall(run, tool, toolCall, scope);
@@ -67,7 +68,8 @@ export async function deliverAnswer(run: Run, pending: PendingCall, answer: Pend
     result = answer.outcomes;
     row = { role: 'tool', toolCallId: call.id, toolName: tool.name, content: answer.outcomes };
   }
-  await recordResult(run, { toolCall: call, tool, result, success: error === undefined, blocked: answer.kind === 'reject', durationMs: 0, ...(error ? { error } : {}) }, row, scope);
-  await run.emit({ type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: error === undefined, durationMs: 0, ...(error ? { error: error.info } : { result }), ...run.chunkBase() });
+  const { tooLarge } = await recordResult(run, { toolCall: call, tool, result, success: error === undefined, blocked: answer.kind === 'reject', durationMs: 0, ...(error ? { error } : {}) }, row, scope);
+  const failure = error ?? tooLarge;
+  await run.emit({ type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: failure === undefined, durationMs: 0, ...(failure ? { error: failure.info } : { result }), ...run.chunkBase() });
   return { call, stopped: false };
 }

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { FINISH_TOOL_NAME, type ToolDefinition } from '../define.js';
 import { agentErrorFromInfo, RunSupersededError, ToolError, type AgentError, type AgentErrorInfo } from '../errors.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
@@ -7,6 +6,8 @@ import type { PendingCall } from '../store.js';
 import type { WriteScope } from './hook-dispatch.js';
 import { callResultRecord, type CallResultRecord, type FinishOutput } from './journal-records.js';
 import { unserializable } from './json-value.js';
+import { toolCallRefused } from './limits.js';
+import { checkSchema, type SchemaCheck } from '../tool-schema.js';
 import { callScope, type Run } from './run.js';
 import { runSubAgent } from './sub-agent-call.js';
 import { beforeToolChain, blockCall, cancelCall, recordResult } from './tool-steering.js';
@@ -29,9 +30,9 @@ export function errorResult(call: ToolCall, info: AgentErrorInfo): ToolResultMes
 }
 
 /** The `tool_invalid_input` error for arguments that do not match a schema. */
-export function invalidInput(toolName: string, error: z.ZodError): AgentErrorInfo {
-  return new ToolError('tool_invalid_input', `Invalid arguments for tool "${toolName}":\n${z.prettifyError(error)}`, {
-    details: { tool: toolName, issues: error.issues.map((i) => ({ path: i.path.map(String), message: i.message })) },
+export function invalidInput(toolName: string, failure: Extract<SchemaCheck, { ok: false }>): AgentErrorInfo {
+  return new ToolError('tool_invalid_input', `Invalid arguments for tool "${toolName}":\n${failure.message}`, {
+    details: { tool: toolName, issues: failure.issues },
   }).info;
 }
 
@@ -49,9 +50,13 @@ function isOwnSupersede(run: Run, error: unknown): error is RunSupersededError {
  * onStateChange* → onMessage(result) → afterTool. Unknown tools and invalid arguments go back to the
  * model without tool hooks; `__finish__` is internal and fires no tool hooks. A supersede raised inside a
  * tool ends the step at once: siblings already started finish unpersisted, none starts later.
- * Otherwise it waits for every call and rethrows the first run-ending error.
+ * Otherwise it waits for every call and rethrows the first run-ending error. Calls past the first
+ * `maxToolCallsPerStep` of the reply get a `tool_calls_exceeded` error result and do not run.
  */
-export async function runToolCalls(run: Run, calls: readonly ToolCall[]): Promise<ToolOutcome[]> {
+export async function runToolCalls(run: Run, requested: readonly ToolCall[]): Promise<ToolOutcome[]> {
+  // Past maxToolCallsPerStep, calls do not run: each gets an error result (no tool hooks), the first ones run.
+  const max = run.setup.limits.maxToolCallsPerStep;
+  const calls = requested.length > max ? requested.slice(0, max) : requested;
   const regular = calls.filter((c) => c.name !== FINISH_TOOL_NAME);
   let raise: (error: unknown) => void = () => {};
   const supersede = new Promise<never>((_resolve, reject) => (raise = reject));
@@ -71,8 +76,13 @@ export async function runToolCalls(run: Run, calls: readonly ToolCall[]): Promis
   if (failure) throw failure.reason;
   const outcomes = settled.map((s) => (s as PromiseFulfilledResult<ToolOutcome>).value);
   for (const call of calls) if (call.name === FINISH_TOOL_NAME) outcomes.push(await runFinishCall(run, call));
+  for (let i = max; i < requested.length; i++) {
+    const call = requested[i] as ToolCall;
+    await run.appendMessage(errorResult(call, toolCallRefused(call, i + 1, requested.length, max).info));
+    outcomes.push({ call, stopped: false });
+  }
   // The first finishing call in the model's order wins.
-  const order = new Map(calls.map((c, i) => [c.id, i] as const));
+  const order = new Map(requested.map((c, i) => [c.id, i] as const));
   outcomes.sort((a, b) => (order.get(a.call.id) ?? 0) - (order.get(b.call.id) ?? 0));
   return outcomes;
 }
@@ -87,13 +97,13 @@ async function runFinishCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
     await run.appendMessage(errorResult(call, new ToolError('tool_not_found', `Tool "${FINISH_TOOL_NAME}" is not available: this agent answers in plain text.`).info));
     return { call, stopped: false };
   }
-  const parsed = schema.safeParse(call.arguments);
-  if (!parsed.success) {
-    await run.appendMessage(errorResult(call, invalidInput(FINISH_TOOL_NAME, parsed.error)));
+  const parsed = await checkSchema(schema, call.arguments);
+  if (!parsed.ok) {
+    await run.appendMessage(errorResult(call, invalidInput(FINISH_TOOL_NAME, parsed)));
     return { call, stopped: false };
   }
   await run.appendMessage({ role: 'tool', toolCallId: call.id, toolName: call.name, content: { ok: true } });
-  return { call, finishOutput: { value: parsed.data, via: 'finish_tool' }, stopped: false };
+  return { call, finishOutput: { value: parsed.value, via: 'finish_tool' }, stopped: false };
 }
 
 async function runToolCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
@@ -104,9 +114,9 @@ async function runToolCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
     await run.appendMessage(errorResult(call, new ToolError('tool_not_found', `Unknown tool "${call.name}". Available tools: ${available}.`, { details: { tool: call.name } }).info));
     return { call, stopped: false };
   }
-  const parsed = tool.inputSchema.safeParse(call.arguments);
-  if (!parsed.success) {
-    await run.appendMessage(errorResult(call, invalidInput(tool.name, parsed.error)));
+  const parsed = await checkSchema(tool.inputSchema, call.arguments);
+  if (!parsed.ok) {
+    await run.appendMessage(errorResult(call, invalidInput(tool.name, parsed)));
     return { call, stopped: false };
   }
   const journaled = await fromRecorder(run, tool, call);
@@ -116,7 +126,7 @@ async function runToolCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
     return { call, stopped: true };
   }
   const scope = callScope(call.id);
-  const steered = await beforeToolChain(run, tool, call, parsed.data, scope);
+  const steered = await beforeToolChain(run, tool, call, parsed.value, scope);
   // No new work once the run is superseded or stopped.
   if (run.superseded) throw run.superseded;
   if (run.signal.aborted) return cancelCall(run, tool, { ...call, arguments: steered.input }, scope);
@@ -222,9 +232,9 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
       const child = await runSubAgent(run, tool, call, scope);
       // A child the parent's stop ended is a call the stop cancelled.
       if (!child.ok && run.signal.aborted) return await cancelCall(run, tool, call, scope);
-      return child.ok ? checkedResult(tool, child.result) : { result: undefined, error: child.error };
+      return child.ok ? await checkedResult(tool, child.result) : { result: undefined, error: child.error };
     }
-    return checkedResult(tool, await execute(call.arguments, toolContext(run, tool, call.id, scope)));
+    return await checkedResult(tool, await execute(call.arguments, toolContext(run, tool, call.id, scope)));
   } catch (thrown) {
     if (isOwnSupersede(run, thrown)) throw thrown;
     if (thrown instanceof AwaitChildrenSignal) {
@@ -254,16 +264,19 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
   let finishOutput: FinishOutput | undefined;
   if (!error && tool.finishWith) {
     const schema = run.setup.agent.outputSchema;
-    const out = schema ? schema.safeParse(result) : { success: true as const, data: result };
-    if (out.success) finishOutput = { value: out.data, via: 'finish_with' };
-    else error = new ToolError('tool_invalid_output', `Tool "${tool.name}" finishes the run, but its result does not match the agent's outputSchema:\n${z.prettifyError(out.error)}`, { details: { tool: tool.name } });
+    const out = schema ? await checkSchema(schema, result) : { ok: true as const, value: result };
+    if (out.ok) finishOutput = { value: out.value, via: 'finish_with' };
+    else error = new ToolError('tool_invalid_output', `Tool "${tool.name}" finishes the run, but its result does not match the agent's outputSchema:\n${out.message}`, { details: { tool: tool.name } });
   }
   await run.hooks.flushStateChanges(scope);
   const success = error === undefined;
   const row = error ? errorResult(call, error.info) : { role: 'tool' as const, toolCallId: call.id, toolName: tool.name, content: result ?? null };
-  const { message, rewritten } = await recordResult(run, { toolCall: call, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, row, scope);
-  const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success, durationMs, ...(error ? { error: error.info } : { result: rewritten ? rewritten.result : result }), ...run.chunkBase() };
-  return { record: { message, patches: run.work.patchesOf(scope.owner), success, durationMs, ...(finishOutput ? { finishOutput } : {}) }, end };
+  const { message, rewritten, tooLarge } = await recordResult(run, { toolCall: call, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, row, scope);
+  // A result too large to store is an error for the model; the call's writes stay (the tool did its work).
+  const failure = error ?? tooLarge;
+  const stored = failure === undefined;
+  const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: stored, durationMs, ...(failure ? { error: failure.info } : { result: rewritten ? rewritten.result : result }), ...run.chunkBase() };
+  return { record: { message, patches: run.work.patchesOf(scope.owner), success: stored, durationMs, ...(finishOutput && stored ? { finishOutput } : {}) }, end };
 }
 
 /**
@@ -281,12 +294,12 @@ function invalidStateWrite(run: Run, tool: ToolDefinition, scope: WriteScope): A
 }
 
 /** The tool's result checked against its outputSchema and for JSON: an invalid one becomes `tool_invalid_output` (and no result). */
-function checkedResult(tool: ToolDefinition, raw: unknown): { result: unknown; error?: AgentError } {
+async function checkedResult(tool: ToolDefinition, raw: unknown): Promise<{ result: unknown; error?: AgentError }> {
   let result = raw;
   if (tool.outputSchema) {
-    const out = tool.outputSchema.safeParse(raw);
-    if (!out.success) return { result: undefined, error: new ToolError('tool_invalid_output', `Tool "${tool.name}" returned an invalid result:\n${z.prettifyError(out.error)}`, { details: { tool: tool.name } }) };
-    result = out.data;
+    const out = await checkSchema(tool.outputSchema, raw);
+    if (!out.ok) return { result: undefined, error: new ToolError('tool_invalid_output', `Tool "${tool.name}" returned an invalid result:\n${out.message}`, { details: { tool: tool.name } }) };
+    result = out.value;
   }
   const unstorable = unstorableResult(tool, result);
   return unstorable ? { result: undefined, error: unstorable } : { result };

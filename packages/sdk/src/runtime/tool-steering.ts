@@ -1,10 +1,11 @@
-import { z } from 'zod';
 import type { ToolDefinition } from '../define.js';
 import { agentErrorFromInfo, ToolError, type AgentError, type AgentErrorInfo } from '../errors.js';
 import type { HookEntry } from '../hooks/manager.js';
 import type { AfterToolPayload, AfterToolResult, BeforeToolResult } from '../hooks/types.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
 import type { Verdict, WriteScope } from './hook-dispatch.js';
+import { jsonLongerThan, toolResultTooLarge } from './limits.js';
+import { checkSchema, type SchemaCheck } from '../tool-schema.js';
 import type { Run } from './run.js';
 import { errorResult, stoppedResult, type ToolOutcome } from './tool-calls.js';
 
@@ -14,21 +15,32 @@ import { errorResult, stoppedResult, type ToolOutcome } from './tool-calls.js';
 /**
  * Appends a call's result row (onMessage sees it as executed), then runs the afterTool chain, whose
  * `{ result }` replaces the row for the model and the commit. A failed call stays an error row: only
- * its content changes.
+ * its content changes. A row still over `maxToolResultChars` becomes a `tool_result_too_large` error row.
  */
-export async function recordResult(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): Promise<{ message: ToolResultMessage; rewritten?: AfterToolResult }> {
+export async function recordResult(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): Promise<RecordedResult> {
   const messageIndex = await run.appendMessage(row, scope);
   const rewritten = await afterToolChain(run, payload, scope);
-  if (!rewritten) return { message: row };
-  const message = { ...row, content: rewritten.result ?? null };
-  run.work.replace(messageIndex, message);
-  return { message, rewritten };
+  let message = rewritten ? { ...row, content: rewritten.result ?? null } : row;
+  // The limit applies to the row as it is about to be stored, so an afterTool hook (offloading) can shrink it first.
+  const max = run.setup.limits.maxToolResultChars;
+  const size = jsonLongerThan(message.content, max);
+  const tooLarge = size === undefined ? undefined : toolResultTooLarge(payload.tool.name, size, max);
+  if (tooLarge) message = errorResult(payload.toolCall, tooLarge.info);
+  if (message !== row) run.work.replace(messageIndex, message);
+  return { message, ...(rewritten ? { rewritten } : {}), ...(tooLarge ? { tooLarge } : {}) };
+}
+
+/** The row a call's result was stored as, the afterTool rewrite, and the error that replaced a result over `maxToolResultChars`. */
+export interface RecordedResult {
+  readonly message: ToolResultMessage;
+  readonly rewritten?: AfterToolResult;
+  readonly tooLarge?: AgentError;
 }
 
 type BeforeToolCall = { readonly toolCall: ToolCall; readonly tool: ToolDefinition };
 
 /** beforeTool's interpret step: the first `{ block }` ends the chain; `{ input }` replaces the arguments, validated again (an invalid rewrite blocks). */
-function interpretBeforeTool(value: unknown, payload: BeforeToolCall, entry: HookEntry): Verdict<BeforeToolCall, AgentError> {
+function interpretBeforeTool(value: unknown, payload: BeforeToolCall, entry: HookEntry): Verdict<BeforeToolCall, AgentError> | Promise<Verdict<BeforeToolCall, AgentError>> {
   const v = value as BeforeToolResult | undefined;
   if (!v || typeof v !== 'object') return undefined;
   const { tool } = payload;
@@ -37,10 +49,13 @@ function interpretBeforeTool(value: unknown, payload: BeforeToolCall, entry: Hoo
     return { decision: 'block', reason, end: blockedError(tool, entry.name, reason, false) };
   }
   if (!('input' in v)) return undefined;
-  const reparsed = tool.inputSchema.safeParse(v.input);
-  if (reparsed.success) return { decision: 'rewrite', payload: { tool, toolCall: { ...payload.toolCall, arguments: reparsed.data } } };
-  const reason = `beforeTool hook "${entry.name}" rewrote the arguments into an invalid input:\n${z.prettifyError(reparsed.error)}`;
-  return { decision: 'block', reason, end: blockedError(tool, entry.name, reason, false) };
+  const rewritten = (reparsed: SchemaCheck): Verdict<BeforeToolCall, AgentError> => {
+    if (reparsed.ok) return { decision: 'rewrite', payload: { tool, toolCall: { ...payload.toolCall, arguments: reparsed.value } } };
+    const reason = `beforeTool hook "${entry.name}" rewrote the arguments into an invalid input:\n${reparsed.message}`;
+    return { decision: 'block', reason, end: blockedError(tool, entry.name, reason, false) };
+  };
+  const checked = checkSchema(tool.inputSchema, v.input);
+  return checked instanceof Promise ? checked.then(rewritten) : rewritten(checked);
 }
 
 /**

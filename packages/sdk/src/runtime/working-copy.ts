@@ -2,6 +2,7 @@ import { applyPatches, enablePatches, freeze, produce, produceWithPatches, type 
 import type { Draft } from '../hooks/types.js';
 import type { Message } from '../messages.js';
 import type { StatePatch } from '../stream.js';
+import { safeJsonLength } from './limits.js';
 
 enablePatches();
 
@@ -45,6 +46,8 @@ export class WorkingCopy {
   readonly #messages: Message[];
   #committedRows: number;
   readonly #writes: StateWrite[] = [];
+  /** An upper bound of the working state's JSON length (undefined: unknown, measured at the next check). */
+  #sizeBound: number | undefined;
 
   constructor(state: unknown, messages: readonly Message[]) {
     this.#state = freeze(state, true);
@@ -91,6 +94,7 @@ export class WorkingCopy {
     this.#writes.push({ owner, updater, patches: statePatches, after: next });
     if (next === this.#state) return undefined;
     this.#state = next;
+    this.#grow(statePatches);
     return statePatches;
   }
 
@@ -99,6 +103,45 @@ export class WorkingCopy {
     if (patches.length === 0) return;
     this.#state = freeze(applyPatches(this.#state as object, patches as unknown as Patch[]), true);
     this.#writes.push({ owner, updater: undefined, patches, after: this.#state });
+    this.#grow(patches);
+  }
+
+  /**
+   * The working state's JSON length when it is over `max`, else undefined. It is measured only when the
+   * bound kept from the writes' patches says it may be over, so a step does not serialize the whole state.
+   */
+  stateOver(max: number): number | undefined {
+    if (max === Infinity || (this.#sizeBound !== undefined && this.#sizeBound <= max)) return undefined;
+    const size = safeJsonLength(this.#state);
+    this.#sizeBound = size;
+    return size !== undefined && size > max ? size : undefined;
+  }
+
+  /** Goes back to the committed state, dropping every write since the last commit (the pending rows stay). */
+  revertState(): void {
+    this.#setState(this.#committedState);
+    this.#writes.length = 0;
+  }
+
+  /** A write adds at most its values and their keys to the JSON; removals only shrink it. */
+  #grow(patches: readonly StatePatch[]): void {
+    if (this.#sizeBound === undefined) return;
+    for (const patch of patches) {
+      if (patch.op === 'remove') continue;
+      const size = safeJsonLength(patch.value);
+      if (size === undefined) {
+        this.#sizeBound = undefined;
+        return;
+      }
+      const key = patch.path[patch.path.length - 1];
+      this.#sizeBound += size + (key === undefined ? 0 : String(key).length * 6 + 4);
+    }
+  }
+
+  /** Replaces the state by one the bound knows nothing about (a rollback, a recomposition). */
+  #setState(state: unknown): void {
+    if (state !== this.#state) this.#sizeBound = undefined;
+    this.#state = state;
   }
 
   /** The patches `owner` wrote since the last commit, in order (what a journal record keeps). */
@@ -139,7 +182,7 @@ export class WorkingCopy {
   rollbackTo(mark: WorkingMark): void {
     this.#messages.length = Math.max(this.#committedRows, Math.min(this.#messages.length, mark.rows));
     this.#writes.length = Math.min(this.#writes.length, mark.writes);
-    this.#state = mark.state;
+    this.#setState(mark.state);
   }
 
   /**
@@ -149,10 +192,10 @@ export class WorkingCopy {
   discardStep(keepState?: WorkingMark): void {
     this.#messages.length = this.#committedRows;
     if (keepState === undefined) {
-      this.#state = this.#committedState;
+      this.#setState(this.#committedState);
       this.#writes.length = 0;
     } else {
-      this.#state = keepState.state;
+      this.#setState(keepState.state);
       this.#writes.length = Math.min(this.#writes.length, keepState.writes);
     }
   }
@@ -182,7 +225,7 @@ export class WorkingCopy {
     }
     this.#writes.length = 0;
     for (const write of kept) this.#writes.push(write);
-    this.#state = state;
+    this.#setState(state);
     return NONE;
   }
 
