@@ -37,7 +37,7 @@ export function bearerAuth(tokens: Readonly<Record<string, string>>): AuthFuncti
   if (entries.length === 0) throw new ConfigError('bearerAuth: give at least one token.');
   return (request) => {
     const header = request.headers.get('authorization');
-    const match = header === null ? null : /^Bearer ([\x21-\x7e]{1,512})$/.exec(header);
+    const match = header === null ? null : /^Bearer ([\x21-\x7e]{1,512})$/i.exec(header);
     if (!match) return null;
     const given = digest(match[1] as string);
     let found: string | undefined;
