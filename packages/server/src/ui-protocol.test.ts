@@ -5,7 +5,7 @@ import { lastAssistantMessageIsCompleteWithApprovalResponses, lastAssistantMessa
 import { defineAgent, defineTool, type AgentConfig } from '@helix-agents/sdk';
 import { createGate } from '@helix-agents/sdk/testing';
 import type { OpenAIChatRequestBody, ScriptedOpenAIStep } from '@helix-agents/llm-vercel/testing';
-import { chunksOf, closeAll, finalMessage, get, post, readEvents, startHarness, streamOf, TestChat, transport, uiChunks, userMessage, waitFor, type Harness } from './__tests__/harness.js';
+import { chunksOf, closeAll, countingReaders, finalMessage, get, post, readEvents, startHarness, streamOf, TestChat, transport, uiChunks, userMessage, waitFor, type Harness } from './__tests__/harness.js';
 
 afterEach(closeAll);
 
@@ -102,10 +102,14 @@ describe('resuming: GET /api/chat/:id/stream', () => {
   it('without a cursor, a resume replays the running turn from its start (what useChat expects) and 204 once nothing runs', async () => {
     const gate = createGate();
     const slow = defineTool({ name: 'lookup', description: 'Look up', inputSchema: z.object({ word: z.string() }), execute: async ({ word }) => (await gate.opened, { definition: `${word}: a thing` }) });
-    const h = await startHarness({ script: [lookupScript, lookupScript, lookupScript, lookupScript], agents: withTools([slow]) });
+    let readers: ReturnType<typeof countingReaders> | undefined;
+    const h = await startHarness({ script: [lookupScript, lookupScript, lookupScript, lookupScript], agents: withTools([slow]), runtime: (e) => (readers = countingReaders(e)).runtime });
     const abort = new AbortController();
     const head = await readEvents(await post(h, '/api/chat', { id: 'live', messages: [userMessage('What is a hook?')] }, 'alice', { signal: abort.signal }), 3, abort);
     expect(head).toHaveLength(3);
+    // The dropped response let go of its stream reader while the run goes on.
+    await waitFor(() => readers!.open() === 0);
+    expect((await h.executor.getRun((await h.executor.getSession('live'))!.currentRunId!))?.status).toBe('running');
     const resumed = await get(h, '/api/chat/live/stream');
     expect(resumed.status).toBe(200);
     expect(resumed.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');

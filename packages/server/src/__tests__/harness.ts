@@ -3,7 +3,7 @@
 // (port 0). Clients are the AI SDK's own: its chat transport, readUIMessageStream and AbstractChat.
 import { createOpenAI } from '@ai-sdk/openai';
 import { AbstractChat, DefaultChatTransport, readUIMessageStream, type ChatState, type ChatStatus, type UIMessage, type UIMessageChunk } from 'ai';
-import { defineAgent, InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, silentLogger, type AgentConfig, type JSAgentExecutorOptions, type StreamChunk } from '@helix-agents/sdk';
+import { defineAgent, type AgentRuntime, InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, silentLogger, type AgentConfig, type JSAgentExecutorOptions, type StateStore, type StreamChunk, type StreamManager, type StreamReadOptions } from '@helix-agents/sdk';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
 import { startScriptedOpenAIServer, type ScriptedOpenAIServer, type ScriptedOpenAIStep, type ScriptedOpenAIStepFunction } from '@helix-agents/llm-vercel/testing';
 import { bearerAuth, createHelixApp, serve, type HelixAppOptions, type HelixServer } from '../index.js';
@@ -30,6 +30,10 @@ export interface HarnessOptions {
   readonly agents?: (model: AgentConfig['llmConfig']['model']) => AgentConfig<unknown, unknown>[];
   readonly app?: Partial<HelixAppOptions>;
   readonly executor?: JSAgentExecutorOptions;
+  /** Wraps the executor before the app gets it (to observe what the app does with it). */
+  readonly runtime?: (executor: JSAgentExecutor) => AgentRuntime;
+  /** The stores (default: in memory). */
+  readonly stores?: { readonly state: StateStore; readonly stream: StreamManager };
 }
 
 const open: Harness[] = [];
@@ -40,8 +44,8 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const provider = createOpenAI({ baseURL: model.baseURL, apiKey: 'test-key' });
   const llm = provider.chat('gpt-test');
   const agents = options.agents?.(llm) ?? [defineAgent({ name: 'assistant', systemPrompt: 'Help.', llmConfig: { model: llm } }) as AgentConfig<unknown, unknown>];
-  const executor = new JSAgentExecutor(new InMemoryStateStore(), new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger, ...options.executor });
-  const app = createHelixApp({ runtime: executor, agents, auth: bearerAuth({ [TOKENS.alice]: 'alice', [TOKENS.bob]: 'bob' }), logger: silentLogger, ...options.app });
+  const executor = new JSAgentExecutor(options.stores?.state ?? new InMemoryStateStore(), options.stores?.stream ?? new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger, ...options.executor });
+  const app = createHelixApp({ runtime: options.runtime?.(executor) ?? executor, agents, auth: bearerAuth({ [TOKENS.alice]: 'alice', [TOKENS.bob]: 'bob' }), logger: silentLogger, ...options.app });
   const server = await serve(app, { port: 0 });
   const harness: Harness = {
     url: server.url,
@@ -77,6 +81,29 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
     if (Date.now() > until) throw new Error('waitFor: timed out');
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/** The executor with a count of the stream readers open at the moment. */
+export function countingReaders(executor: JSAgentExecutor): { runtime: AgentRuntime; open: () => number } {
+  let open = 0;
+  const runtime = new Proxy(executor, {
+    get(target, key) {
+      if (key !== 'readStream') {
+        const value = Reflect.get(target, key, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      }
+      return (sessionId: string, options?: StreamReadOptions) =>
+        (async function* () {
+          open++;
+          try {
+            yield* target.readStream(sessionId, options);
+          } finally {
+            open--;
+          }
+        })();
+    },
+  });
+  return { runtime, open: () => open };
 }
 
 /** A user message as useChat sends it. */
