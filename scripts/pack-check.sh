@@ -23,7 +23,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(sdk store-memory llm-vercel store-sqlite store-postgres tracing-otel tracing-langfuse cli)
+packages=(sdk store-memory llm-vercel store-sqlite store-postgres tracing-otel tracing-langfuse cli server)
 started=$(date +%s)
 step() { echo "-- pack-check: $* ($(($(date +%s) - started)) s)"; }
 
@@ -124,9 +124,34 @@ if (second.status !== 'completed' || second.output !== 'The sum is 5.') throw ne
 console.log(`agent ok: ${first.output} (memory and SQLite)`);
 EOF
 
+# The HTTP server: the UI message stream of one chat turn, over a real socket on 127.0.0.1.
+cat >"$app/server.js" <<'EOF'
+import { defineAgent, JSAgentExecutor, InMemoryStateStore, InMemoryStreamManager } from '@helix-agents/sdk';
+import { createScriptedModel } from '@helix-agents/sdk/testing';
+import { VercelAIAdapter } from '@helix-agents/llm-vercel';
+import { bearerAuth, createHelixApp, serve } from '@helix-agents/server';
+
+const runtime = new JSAgentExecutor(new InMemoryStateStore(), new InMemoryStreamManager(), new VercelAIAdapter());
+const agent = defineAgent({ name: 'greeter', llmConfig: { model: createScriptedModel([{ text: 'Hello from the server.' }]) } });
+const server = await serve(createHelixApp({ runtime, agents: [agent], auth: bearerAuth({ 'pack-check-token-000': 'u1' }) }), { port: 0 });
+try {
+  const response = await fetch(`${server.url}/api/chat`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer pack-check-token-000', 'content-type': 'application/json' },
+    body: JSON.stringify({ id: 'chat-1', messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'Hi' }] }] }),
+  });
+  const body = await response.text();
+  if (response.headers.get('x-vercel-ai-ui-message-stream') !== 'v1' || !body.includes('Hello from the server.') || !body.trimEnd().endsWith('data: [DONE]')) throw new Error(`server: ${response.status} ${body}`);
+  console.log('server ok: a UI message stream over HTTP');
+} finally {
+  await server.close();
+  await runtime.close();
+}
+EOF
+
 # require() of the ESM-only packages (Node 20.19+ loads ES modules synchronously through the "default" condition).
 cat >"$app/require.cjs" <<'EOF'
-const names = ['@helix-agents/sdk', '@helix-agents/sdk/testing', '@helix-agents/store-memory', '@helix-agents/llm-vercel', '@helix-agents/tracing-otel'];
+const names = ['@helix-agents/sdk', '@helix-agents/sdk/testing', '@helix-agents/store-memory', '@helix-agents/llm-vercel', '@helix-agents/tracing-otel', '@helix-agents/server'];
 for (const name of names) {
   const loaded = require(name);
   if (Object.keys(loaded).length === 0) throw new Error(`require('${name}') gave an empty module`);
@@ -149,6 +174,7 @@ import { openPostgresStores } from '@helix-agents/store-postgres';
 import { createOtelHooks } from '@helix-agents/tracing-otel';
 import { createLangfuseHooks } from '@helix-agents/tracing-langfuse';
 import { runCli, type CliIO } from '@helix-agents/cli';
+import { bearerAuth, createHelixApp, serve, type HelixAppOptions } from '@helix-agents/server';
 import { z } from 'zod';
 
 const add = defineTool({
@@ -164,8 +190,10 @@ const executor = new JSAgentExecutor(store, new InMemoryStreamManager(), new Ver
 const result: Promise<AgentResult> = executor.execute(agent, 'What is 2 + 3?', { usageStore: new InMemoryUsageStore() }).then((h) => h.result());
 const sqlite: (path: string) => SqliteStores = (path) => openSqliteStores({ path });
 const hook = defineHook({ events: { 'turn.completed': (event) => void event.data.result } });
-export { result, sqlite, hook, createToolGuard, openPostgresStores, createOtelHooks, createLangfuseHooks, runCli };
-export type { CliIO };
+const app = createHelixApp({ runtime: executor, agents: [agent], auth: bearerAuth({ 'a-token-of-16-chars': 'u1' }) });
+const served: Promise<{ url: string }> = serve(app, { port: 0 });
+export { result, sqlite, hook, createToolGuard, openPostgresStores, createOtelHooks, createLangfuseHooks, runCli, served };
+export type { CliIO, HelixAppOptions };
 EOF
 
 step "npm install (helix from the tarballs)"
@@ -188,6 +216,8 @@ done
 
 step "node agent.js"
 (cd "$app" && node agent.js "$work/agent.db")
+step "node server.js"
+(cd "$app" && node server.js)
 step "node require.cjs"
 (cd "$app" && node require.cjs)
 step "the packed helix CLI"

@@ -35,45 +35,43 @@ export function encodeSse(event: SseEvent): string {
 
 /**
  * A streaming `Response` of `events`, pulled as the client reads (a slow reader slows the pull, it
- * does not fill memory). When the client goes away the stream is cancelled and the iterator returned;
- * the producer should also watch an AbortSignal that `onClose` aborts, so a reader waiting for the
- * next chunk stops at once.
+ * does not fill memory). A comment line goes out after `keepAliveMs` without an event. When the client goes away the stream is cancelled, the
+ * iterator returned and `onClose` called: the producer should watch an AbortSignal that `onClose`
+ * aborts, so a reader waiting for the next chunk stops at once.
  */
 export function sseResponse(events: AsyncIterable<SseEvent>, options: SseResponseOptions): Response {
   const iterator = events[Symbol.asyncIterator]();
-  let pending: Promise<IteratorResult<SseEvent>> | undefined;
   let closed = false;
+  let lastWrite = Date.now();
+  let keepAlive: NodeJS.Timeout | undefined;
   const close = (): void => {
     if (closed) return;
     closed = true;
+    clearInterval(keepAlive);
     options.onClose?.();
   };
   const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      keepAlive = setInterval(() => {
+        if (closed || Date.now() - lastWrite < options.keepAliveMs) return;
+        lastWrite = Date.now();
+        controller.enqueue(PING);
+      }, Math.max(10, Math.floor(options.keepAliveMs / 2)));
+      keepAlive.unref();
+    },
     async pull(controller) {
-      pending ??= iterator.next();
-      let timer: NodeJS.Timeout | undefined;
-      const ping = new Promise<'ping'>((resolve) => {
-        timer = setTimeout(() => resolve('ping'), options.keepAliveMs);
-      });
       try {
-        const result = await Promise.race([pending, ping]);
-        if (result === 'ping') {
-          controller.enqueue(PING);
-          return;
-        }
-        pending = undefined;
+        const result = await iterator.next();
         if (result.done) {
           controller.close();
           close();
           return;
         }
+        lastWrite = Date.now();
         controller.enqueue(encoder.encode(encodeSse(result.value)));
       } catch (error) {
-        pending = undefined;
         close();
         controller.error(error);
-      } finally {
-        clearTimeout(timer);
       }
     },
     cancel() {
