@@ -213,7 +213,8 @@ async function main(): Promise<void> {
     await Promise.all(streams);
     const perStream = (bytes: number): string => `${(bytes / STREAMS / 1024).toFixed(1)} KiB`;
     console.log(`  median: ttfb p50 ${median.p50.toFixed(1)} ms, p99 ${median.p99.toFixed(1)} ms, ${fmt(median.chunksPerSecond)} UI chunks/s; server CPU ${median.cpu.toFixed(1)} µs per UI chunk = ${(median.cpu / medianRef).toFixed(2)}x the CPU per chunk of the same runs read in process`);
-    console.log(`  server memory per open stream (${STREAMS} open, after gc): heap ${perStream(loaded.heapUsed - idle.heapUsed)}, rss ${perStream(loaded.rss - idle.rss)}`);
+    // rss moves in pages the allocator keeps or returns, so only the heap is divided per stream.
+    console.log(`  server memory per open stream (${STREAMS} open, after gc): heap ${perStream(loaded.heapUsed - idle.heapUsed)} (server rss ${(loaded.rss / 1024 / 1024).toFixed(0)} MiB with them open, ${(idle.rss / 1024 / 1024).toFixed(0)} MiB before)`);
   } finally {
     clearTimeout(killer);
     proc.disconnect();
