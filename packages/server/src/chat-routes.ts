@@ -8,6 +8,7 @@ import type { HelixServerContext } from './server-context.js';
 import { sseResponse } from './sse.js';
 import { turnUiChunks, uiSseEvents } from './turn-stream.js';
 import { parsePositionId, type UiPosition } from './ui-chunks.js';
+import { uiMessagesOf } from './ui-messages.js';
 import type { HelixEnv } from './app.js';
 
 /** The header that tells the AI SDK the body is a UI message stream. */
@@ -35,7 +36,8 @@ const toolPart = z.looseObject({
 
 /**
  * The AI SDK UI message stream endpoints (what `useChat` calls): POST /api/chat starts a turn or
- * answers the suspended run; GET /api/chat/:id/stream resumes; POST /api/chat/:id/stop stops.
+ * answers the suspended run; GET /api/chat/:id/stream resumes; POST /api/chat/:id/stop stops;
+ * GET /api/chat/:id/messages gives the conversation as UI messages (for `useChat({ messages })`).
  */
 export function chatRoutes(app: Hono<HelixEnv>, ctx: HelixServerContext): void {
   app.post('/api/chat', async (c) => {
@@ -62,6 +64,12 @@ export function chatRoutes(app: Hono<HelixEnv>, ctx: HelixServerContext): void {
     const abort = new AbortController();
     const chunks = turnUiChunks(ctx, { sessionId, turnId: start.turnId, fromSeq: start.fromSeq, ...(cursor === undefined ? {} : { after: cursor }), signal: abort.signal });
     return sseResponse(uiSseEvents(chunks), { headers: UI_STREAM_HEADERS, keepAliveMs: ctx.keepAliveMs, onClose: () => abort.abort() });
+  });
+
+  app.get('/api/chat/:id/messages', async (c) => {
+    const session = await ctx.owned(c.get('userId'), checkId(c.req.param('id'), 'chat id'));
+    const run = session.currentRunId === undefined ? undefined : await ctx.runtime.getRun(session.currentRunId);
+    return c.json({ messages: uiMessagesOf(session, run?.status === 'suspended' ? (run.suspension?.pending ?? []) : []) });
   });
 
   app.post('/api/chat/:id/stop', async (c) => {

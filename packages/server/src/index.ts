@@ -16,3 +16,5 @@ export { UI_STREAM_HEADERS } from './chat-routes.js';
 export { ERROR_DATA_PART, WARNING_DATA_PART, RunUiMapper, parsePositionId, positionId } from './ui-chunks.js';
 export type { PositionedUiChunk, UiMessageChunk, UiPosition } from './ui-chunks.js';
 export type { RunResultView, SessionDetails, UsageTotals } from './session-views.js';
+export { uiMessagesOf } from './ui-messages.js';
+export type { UiMessageView, UiPartView } from './ui-messages.js';

@@ -29,6 +29,7 @@ function routes(sessionId: string, runId: string): { method: 'GET' | 'POST'; pat
     { method: 'POST', path: '/api/chat', body: { id: sessionId, messages: [userMessage('hi')] } },
     { method: 'GET', path: `/api/chat/${sessionId}/stream` },
     { method: 'POST', path: `/api/chat/${sessionId}/stop`, body: {} },
+    { method: 'GET', path: `/api/chat/${sessionId}/messages` },
     { method: 'GET', path: s },
     { method: 'GET', path: `${s}/stream?follow=false` },
     { method: 'GET', path: `${s}/checkpoints` },

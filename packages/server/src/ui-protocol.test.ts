@@ -135,6 +135,33 @@ describe('resuming: GET /api/chat/:id/stream', () => {
   });
 });
 
+describe('GET /api/chat/:id/messages (a reload)', () => {
+  it('gives the conversation as UI messages equal to the streamed ones (less data parts), and a reloaded chat client resumes a running turn in place', async () => {
+    const gate = createGate();
+    const slow = defineTool({ name: 'lookup', description: 'Look up', inputSchema: z.object({ word: z.string() }), execute: async ({ word }) => (await gate.opened, { definition: `${word}: a thing` }) });
+    const h = await startHarness({ script: [lookupScript, lookupScript, lookupScript, lookupScript], agents: withTools([lookup]) });
+    const streamed = await finalMessage(streamOf(uiChunks(await readEvents(await chat(h, 'hydrate', 'What is a hook?')))));
+    const { messages } = (await (await get(h, '/api/chat/hydrate/messages')).json()) as { messages: UIMessage[] };
+    expect(messages).toHaveLength(2);
+    expect(messages[0]).toMatchObject({ role: 'user', parts: [{ type: 'text', text: 'What is a hook?' }] });
+    expect(messages[1]).toEqual({ ...streamed, parts: streamed!.parts.filter((p) => !p.type.startsWith('data-')) });
+
+    // A reload in the middle of a turn: the page gets the messages, then resumes (useChat({ resume: true })).
+    const held = await startHarness({ script: [lookupScript, lookupScript, lookupScript, lookupScript], agents: withTools([slow]) });
+    const abort = new AbortController();
+    await readEvents(await post(held, '/api/chat', { id: 'reload', messages: [userMessage('What is a hook?')] }, 'alice', { signal: abort.signal }), 4, abort);
+    await waitFor(async () => (await chunksOf(held, 'reload')).some((c) => c.type === 'tool_start'));
+    const initial = ((await (await get(held, '/api/chat/reload/messages')).json()) as { messages: UIMessage[] }).messages;
+    const reloaded = new TestChat({ id: 'reload', messages: initial, transport: transport(held, 'alice') });
+    const resuming = reloaded.resumeStream();
+    gate.open();
+    await resuming;
+    expect(reloaded.messages).toHaveLength(2);
+    expect(reloaded.messages[1]!.parts.map((p) => p.type)).toEqual(['step-start', 'text', 'tool-lookup', 'step-start', 'text']);
+    expect(reloaded.messages[1]!.parts.at(-1)).toMatchObject({ text: 'A hook observes; an agent acts.' });
+  });
+});
+
 describe('answers to a suspended run through POST /api/chat', () => {
   const dangerous = (runs: { count: number }) =>
     defineTool({ name: 'wire', description: 'Wire money', inputSchema: z.object({ amount: z.number() }), needsApproval: true, execute: async ({ amount }) => (runs.count++, { sent: amount }) });

@@ -190,16 +190,16 @@ export function get(h: Harness, path: string, user: keyof typeof TOKENS | undefi
 
 /** A useChat without React: the AI SDK's AbstractChat over a plain array, against the app. */
 export class TestChat extends AbstractChat<UIMessage> {
-  constructor(init: ConstructorParameters<typeof AbstractChat<UIMessage>>[0] extends infer O ? Omit<O & object, 'state'> : never) {
-    super({ ...init, state: arrayState() });
+  constructor({ messages, ...init }: (ConstructorParameters<typeof AbstractChat<UIMessage>>[0] extends infer O ? Omit<O & object, 'state'> : never) & { messages?: UIMessage[] }) {
+    super({ ...init, state: arrayState(messages ?? []) });
   }
 }
 
-function arrayState(): ChatState<UIMessage> {
+function arrayState(messages: UIMessage[]): ChatState<UIMessage> {
   const state: ChatState<UIMessage> = {
     status: 'ready' as ChatStatus,
     error: undefined,
-    messages: [],
+    messages: [...messages],
     pushMessage: (m) => void state.messages.push(m),
     popMessage: () => void state.messages.pop(),
     replaceMessage: (i, m) => {
