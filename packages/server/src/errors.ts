@@ -1,3 +1,4 @@
+import { HTTPException } from 'hono/http-exception';
 import { AgentError, type AgentErrorInfo } from '@helix-agents/sdk';
 
 /** The codes of {@link ServerError}: what the HTTP layer refuses before a runtime sees the request. */
@@ -64,6 +65,7 @@ const RUNTIME_STATUS: Readonly<Record<string, number>> = {
 export function httpStatusFor(error: unknown): number {
   if (ServerError.isInstance(error) && 'status' in error && typeof error.status === 'number') return error.status;
   if (AgentError.isInstance(error)) return RUNTIME_STATUS[error.code] ?? 500;
+  if (error instanceof HTTPException && error.status < 500) return error.status;
   return 500;
 }
 
@@ -73,5 +75,7 @@ export function httpStatusFor(error: unknown): number {
  */
 export function errorBody(error: unknown): AgentErrorInfo {
   if (AgentError.isInstance(error)) return error.info;
+  // hono's own refusals (a malformed request it could not route or read).
+  if (error instanceof HTTPException && error.status < 500) return new ServerError('http_bad_request', 'The request could not be read.').info;
   return new AgentError('run_internal_error', 'The server failed to handle the request.', { hint: 'Retry later; the server log has the cause.' }).info;
 }
