@@ -23,7 +23,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(sdk store-memory llm-vercel store-sqlite store-postgres tracing-otel tracing-langfuse cli server)
+packages=(sdk store-memory llm-vercel store-sqlite store-postgres tracing-otel tracing-langfuse runtime-dbos mcp cli server)
 started=$(date +%s)
 step() { echo "-- pack-check: $* ($(($(date +%s) - started)) s)"; }
 
@@ -74,7 +74,7 @@ for (const p of packages) {
 // Third-party: what a user adds next to helix (the versions the workspace tests against). better-sqlite3
 // is held at the workspace's version so its compiled addon can be reused (compiling it takes minutes).
 const workspaceVersion = (name) => require(join(process.cwd(), 'node_modules', name, 'package.json')).version;
-Object.assign(dependencies, { zod: '4.6.7', typescript: '5.9.3', '@types/node': '20.19.43', 'better-sqlite3': workspaceVersion('better-sqlite3') });
+Object.assign(dependencies, { zod: '4.6.7', typescript: '5.9.3', '@types/node': '20.19.43', 'better-sqlite3': workspaceVersion('better-sqlite3'), '@modelcontextprotocol/sdk': workspaceVersion('@modelcontextprotocol/sdk') });
 writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'helix-pack-check-app', private: true, type: 'module', dependencies }, null, 2));
 EOF
 cat >"$app/tsconfig.json" <<'EOF'
@@ -100,6 +100,7 @@ import { defineAgent, defineTool, JSAgentExecutor, InMemoryStateStore, InMemoryS
 import { createScriptedModel } from '@helix-agents/sdk/testing';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
 import { openSqliteStores } from '@helix-agents/store-sqlite';
+import { connectMcpServer } from '@helix-agents/mcp';
 import { z } from 'zod';
 
 const add = defineTool({
@@ -122,6 +123,26 @@ await sqlite.close();
 stores.close();
 if (second.status !== 'completed' || second.output !== 'The sum is 5.') throw new Error(`on SQLite: ${JSON.stringify(second)}`);
 console.log(`agent ok: ${first.output} (memory and SQLite)`);
+
+// The same addition as a tool of an MCP server (mcp-server.js, over stdio).
+const mcp = await connectMcpServer({ name: 'calc', transport: { command: process.execPath, args: [new URL('./mcp-server.js', import.meta.url).pathname] } });
+const mcpAgent = defineAgent({ name: 'mcp-adder', systemPrompt: 'Add numbers.', llmConfig: { model: createScriptedModel([{ toolCalls: [{ name: 'calc__add', args: { a: 2, b: 3 } }] }, { text: 'The sum is 5.' }]) }, tools: await mcp.tools() });
+const third = await (await memory.execute(mcpAgent, 'What is 2 + 3?')).result();
+const row = (await memory.getSession(third.sessionId))?.messages.find((m) => m.role === 'tool');
+await mcp.close();
+if (third.status !== 'completed' || row?.content !== '5') throw new Error(`over MCP: ${JSON.stringify({ third, row })}`);
+console.log('agent ok: an MCP tool over stdio');
+EOF
+
+# A small MCP server on the official SDK, for the agent's MCP tool.
+cat >"$app/mcp-server.js" <<'EOF'
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { z } from 'zod';
+
+const server = new McpServer({ name: 'calc', version: '1.0.0' });
+server.registerTool('add', { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }] }));
+await server.connect(new StdioServerTransport());
 EOF
 
 # The HTTP server: the UI message stream of one chat turn, over a real socket on 127.0.0.1.
@@ -151,7 +172,7 @@ EOF
 
 # require() of the ESM-only packages (Node 20.19+ loads ES modules synchronously through the "default" condition).
 cat >"$app/require.cjs" <<'EOF'
-const names = ['@helix-agents/sdk', '@helix-agents/sdk/testing', '@helix-agents/store-memory', '@helix-agents/llm-vercel', '@helix-agents/tracing-otel', '@helix-agents/server'];
+const names = ['@helix-agents/sdk', '@helix-agents/sdk/testing', '@helix-agents/store-memory', '@helix-agents/llm-vercel', '@helix-agents/tracing-otel', '@helix-agents/mcp', '@helix-agents/server'];
 for (const name of names) {
   const loaded = require(name);
   if (Object.keys(loaded).length === 0) throw new Error(`require('${name}') gave an empty module`);
@@ -174,6 +195,8 @@ import { openPostgresStores } from '@helix-agents/store-postgres';
 import { createOtelHooks } from '@helix-agents/tracing-otel';
 import { createLangfuseHooks } from '@helix-agents/tracing-langfuse';
 import { runCli, type CliIO } from '@helix-agents/cli';
+import { DBOSAgentExecutor, launchDBOSWorker, type DBOSWorkerOptions } from '@helix-agents/runtime-dbos';
+import { connectMcpServer, MCP_ERROR_CODES, type McpConnection, type McpToolsOptions } from '@helix-agents/mcp';
 import { bearerAuth, createHelixApp, serve, type HelixAppOptions } from '@helix-agents/server';
 import { z } from 'zod';
 
@@ -190,9 +213,15 @@ const executor = new JSAgentExecutor(store, new InMemoryStreamManager(), new Ver
 const result: Promise<AgentResult> = executor.execute(agent, 'What is 2 + 3?', { usageStore: new InMemoryUsageStore() }).then((h) => h.result());
 const sqlite: (path: string) => SqliteStores = (path) => openSqliteStores({ path });
 const hook = defineHook({ events: { 'turn.completed': (event) => void event.data.result } });
+const workerOptions: DBOSWorkerOptions = { systemDatabaseUrl: 'postgres://127.0.0.1/dbos_sys', executorId: 'w1', applicationVersion: 'v1' };
+const onDBOS = (stores: SqliteStores): DBOSAgentExecutor => new DBOSAgentExecutor(stores.stateStore, stores.streamManager, new VercelAIAdapter(), { agents: [agent] });
+const mcpOptions: McpToolsOptions = { include: ['add'], sideEffects: (tool) => tool.annotations?.readOnlyHint !== true, timeoutMs: 5_000 };
+const mcpTools = (url: string): Promise<McpConnection> => connectMcpServer({ name: 'remote', transport: { url, headers: { authorization: 'Bearer x' } } });
+const mcpAgent = (connection: McpConnection) => connection.tools(mcpOptions).then((tools) => defineAgent({ name: 'mcp', llmConfig: { model: createScriptedModel(steps) }, tools }));
+const mcpCodes: string[] = Object.keys(MCP_ERROR_CODES);
 const app = createHelixApp({ runtime: executor, agents: [agent], auth: bearerAuth({ 'a-token-of-16-chars': 'u1' }) });
 const served: Promise<{ url: string }> = serve(app, { port: 0 });
-export { result, sqlite, hook, createToolGuard, openPostgresStores, createOtelHooks, createLangfuseHooks, runCli, served };
+export { result, sqlite, hook, createToolGuard, openPostgresStores, createOtelHooks, createLangfuseHooks, runCli, workerOptions, onDBOS, launchDBOSWorker, mcpTools, mcpAgent, mcpCodes, served };
 export type { CliIO, HelixAppOptions };
 EOF
 

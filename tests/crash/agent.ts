@@ -34,11 +34,15 @@ function reply(assistantTurns: number): ScriptedStepObject {
   }
 }
 
+/** Where the crash agent logs: fixed files, or files per session (a worker that serves many sessions). */
+export type CrashAgentFiles = { readonly sideEffectsFile: string; readonly hooksFile: string } | { readonly filesFor: (sessionId: string) => { readonly sideEffectsFile: string; readonly hooksFile: string } };
+
 /** The crash-test agent; `sideEffectsFile` and `hooksFile` receive one JSON line per tool effect / hook invocation. */
-export function createCrashAgent(files: { readonly sideEffectsFile: string; readonly hooksFile: string }) {
+export function createCrashAgent(files: CrashAgentFiles) {
+  const fileOf = (sessionId: string) => ('filesFor' in files ? files.filesFor(sessionId) : files);
   const log = (point: string, phase: 'start' | 'done', ctx: HookContext, extra: Partial<HookLogLine> = {}) => {
     const line: HookLogLine = { pid: process.pid, point, phase, runId: ctx.runId, key: ctx.idempotencyKey, attempt: ctx.attempt, ...extra };
-    appendFileSync(files.hooksFile, `${JSON.stringify(line)}\n`);
+    appendFileSync(fileOf(ctx.sessionId).hooksFile, `${JSON.stringify(line)}\n`);
   };
   const add = defineTool({
     name: 'add',
@@ -58,7 +62,9 @@ export function createCrashAgent(files: { readonly sideEffectsFile: string; read
     inputSchema: z.object({ to: z.string() }),
     sideEffects: true,
     execute: (input, ctx) => {
-      appendFileSync(files.sideEffectsFile, `${JSON.stringify({ pid: process.pid, key: ctx.idempotencyKey, to: input.to })}\n`);
+      appendFileSync(fileOf(ctx.sessionId).sideEffectsFile, `${JSON.stringify({ pid: process.pid, key: ctx.idempotencyKey, to: input.to })}\n`);
+      // The at-most-once window: the effect happened, its result is not recorded yet.
+      crashPoint('in_tool');
       ctx.updateState<CrashStateType>((d) => void d.log.push(`sent ${input.to}`));
       return { sent: input.to };
     },

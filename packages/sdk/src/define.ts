@@ -4,6 +4,7 @@ import { ConfigError } from './errors.js';
 import type { AgentHooks } from './hooks/types.js';
 import { HookManager, type HookMap } from './hooks/manager.js';
 import type { JSONSchema, LanguageModel, LLMToolSpec, ModelParameters } from './llm.js';
+import type { RemoteAgentClient } from './runtime/remote-agent-client.js';
 
 /** The name of the internal tool an agent with an outputSchema finishes through. */
 export const FINISH_TOOL_NAME = '__finish__';
@@ -61,17 +62,37 @@ export interface ToolDefinition<TInput = unknown, TOutput = unknown> {
    * execute is a client tool: the run suspends and the caller answers with submitToolResult().
    */
   execute?(input: TInput, ctx: ToolContext): TOutput | Promise<TOutput>;
-  /** Set by `defineSubAgentTool`: a call runs this child agent in a session of its own. */
+  /** Set by `defineSubAgentTool` / `defineRemoteSubAgentTool`: a call runs a child agent in a session of its own. */
   readonly subAgent?: SubAgentSpec;
 }
 
 /** How a sub-agent tool turns its call into a child run and the child's result into the call's result. */
-export interface SubAgentSpec {
-  readonly agent: AgentConfig<unknown, unknown>;
+export type SubAgentSpec = LocalSubAgentSpec | RemoteSubAgentSpec;
+
+/** What local and remote sub-agent tools share. */
+interface SubAgentSpecBase {
+  /** The child agent's name (`call.agentType` in the sub-agent hooks). */
+  readonly agentType: string;
   /** The child's input, from the tool input. */
   input(args: unknown): string;
   /** The call's result, from the child's output. */
   output(childOutput: unknown): unknown;
+}
+
+/** A child agent run by this runtime (`defineSubAgentTool`). */
+export interface LocalSubAgentSpec extends SubAgentSpecBase {
+  readonly kind: 'local';
+  readonly agent: AgentConfig<unknown, unknown>;
+}
+
+/** A child agent run by another service through a client (`defineRemoteSubAgentTool`); its hooks get `agentConfig: undefined`. */
+export interface RemoteSubAgentSpec extends SubAgentSpecBase {
+  readonly kind: 'remote';
+  readonly client: RemoteAgentClient;
+  /** The most the child may take; then it is stopped and the call fails with `subagent_timeout` (absent: no limit). */
+  readonly timeoutMs?: number;
+  /** How long a stopped child gets to report its end before the parent goes on without it. */
+  readonly stopTimeoutMs: number;
 }
 
 /** What `defineTool` takes. */

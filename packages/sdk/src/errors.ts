@@ -56,6 +56,9 @@ export const ERROR_CODES = {
   subagent_failed: { layer: 'tool', severity: 'error', retryable: false, hint: "The sub-agent's run did not complete; its error went back to the parent's model, which can try another way." },
   subagent_depth_exceeded: { layer: 'tool', severity: 'error', retryable: false, hint: 'Sub-agents nest deeper than maxSubAgentDepth allows; flatten the delegation or raise the limit.' },
   subagent_fanout_exceeded: { layer: 'tool', severity: 'error', retryable: false, hint: 'One step called more sub-agents than maxSubAgentsPerStep allows; the extra calls were refused.' },
+  subagent_timeout: { layer: 'tool', severity: 'error', retryable: true, hint: 'The sub-agent did not end within its time limit and was stopped; give it a smaller task or a longer timeout.' },
+  subagent_remote_error: { layer: 'transport', severity: 'error', retryable: true, hint: "The remote agent client failed (a network or service error); see details for the method. The parent's model got a subagent_failed result." },
+  subagent_remote_invalid: { layer: 'transport', severity: 'error', retryable: false, hint: 'The remote agent client returned something that is not what RemoteAgentClient promises (an id, a chunk, a result); fix the client or the service.' },
   subagent_unavailable: { layer: 'tool', severity: 'error', retryable: false, hint: 'This runtime cannot start child runs; run the agent on JSAgentExecutor (or a runtime that supports sub-agents).' },
   tool_call_not_pending: { layer: 'run', severity: 'error', retryable: false, hint: 'Only calls the suspended run is waiting on can be answered, once each.' },
   approval_invalid_signature: { layer: 'permission', severity: 'error', retryable: false, hint: 'The approval was signed for another session, call or arguments.' },
@@ -75,6 +78,7 @@ export const ERROR_CODES = {
   run_internal_error: { layer: 'run', severity: 'fatal', retryable: true, hint: 'An unexpected error ended the run. Your work so far is saved.' },
   run_invalid_input: { layer: 'run', severity: 'fatal', retryable: false, hint: 'The input or the initial state does not match the agent definition.' },
   config_invalid: { layer: 'run', severity: 'fatal', retryable: false, hint: 'Fix the agent, tool or hook definition named in the message.' },
+  worker_id_in_use: { layer: 'run', severity: 'fatal', retryable: false, hint: 'Give every worker process its own executor id: another live worker holds this one.' },
   state_run_superseded: { layer: 'run', severity: 'info', retryable: false, hint: 'Another run took over this session; follow that run instead.' },
   state_commit_failed: { layer: 'transport', severity: 'fatal', retryable: true, hint: 'The state store refused or lost a write; check the store and retry the run.' },
   state_invalid: { layer: 'run', severity: 'error', retryable: false, hint: "A write would make the state violate the agent's stateSchema; it was dropped. Fix the tool or hook named in details." },
@@ -160,8 +164,15 @@ export class ProviderError extends AgentError {
   }
 }
 
-/** A tool call failed; the error goes back to the model as an error tool result and the run goes on. */
+/**
+ * A tool call failed; the error goes back to the model as an error tool result and the run goes on. A
+ * code of your own (not one of {@link ERROR_CODES}) is in the `tool` layer unless `layer` says otherwise,
+ * so a tool that throws it keeps its code.
+ */
 export class ToolError extends AgentError {
+  constructor(code: AgentErrorCode | (string & {}), message: string, options: AgentErrorOptions = {}) {
+    super(code, message, options.layer !== undefined || Object.hasOwn(ERROR_CODES, code) ? options : { ...options, layer: 'tool' });
+  }
   /** True for a ToolError from any copy of this package. */
   static override isInstance(value: unknown): value is ToolError {
     return AgentError.isInstance(value) && value.layer === 'tool';

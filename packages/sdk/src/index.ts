@@ -33,7 +33,7 @@ export type {
 } from './stream.js';
 // The records the runtime returns and the state port; store-implementer records live in @helix-agents/sdk/store.
 export { GENESIS_CHECKPOINT } from './store.js';
-export type { CheckpointInfo, PendingCall, RunOptionsRecord, RunRecord, RunStatus, SessionSnapshot, StateStore, SuspensionReason, SuspensionRecord, TurnRecord } from './store.js';
+export type { CheckpointInfo, PendingCall, RunOptionsRecord, RunRecord, RunStatus, SessionSnapshot, StateStore, StopRequest, SuspensionReason, SuspensionRecord, TurnRecord } from './store.js';
 export * from './usage.js';
 export * from './define.js';
 export * from './hooks/types.js';
@@ -43,11 +43,17 @@ export { JSAgentExecutor } from './runtime/executor.js';
 export type { JSAgentExecutorOptions, RunStartedInfo } from './runtime/executor.js';
 export type { AgentRuntime, ExecuteOptions, AgentHandle, RecoverOptions, RunCallOptions, ResumeOptions, RetryOptions, ToolResultSubmission, ApprovalDecision } from './runtime/agent-runtime.js';
 export type { AuditHooks } from './runtime/hook-dispatch.js';
+export type { RunHost, HostedBegin } from './runtime/run-host.js';
 export type { AgentResult } from './runtime/result.js';
 export { consoleLogger, silentLogger } from './runtime/logger.js';
 export type { Logger } from './runtime/logger.js';
 export { defineSubAgentTool, childSessionId } from './sub-agent-tool.js';
 export type { SubAgentToolOptions } from './sub-agent-tool.js';
+export { defineRemoteSubAgentTool } from './remote-sub-agent-tool.js';
+export type { RemoteSubAgentToolOptions } from './remote-sub-agent-tool.js';
+export type { RemoteAgentClient, RemoteAgentResult, RemoteCallOptions, RemoteRunRef, RemoteStartRequest, RemoteStreamItem, RemoteStreamOptions } from './runtime/remote-agent-client.js';
+export { createInProcessAgentClient, remoteSessionId } from './runtime/in-process-agent-client.js';
+export type { InProcessAgentClientOptions } from './runtime/in-process-agent-client.js';
 export { InMemoryStateStore } from './memory/state-store.js';
 export { InMemoryStreamManager } from './memory/stream-manager.js';
 export { InMemoryUsageStore } from './memory/usage-store.js';

@@ -61,6 +61,8 @@ export interface RunOptionsRecord {
   readonly tags?: readonly string[];
   readonly metadata?: Readonly<Record<string, string>>;
   readonly parentSessionId?: string;
+  /** For a sub-agent's run: the parent's tool call that started it. */
+  readonly parentToolCallId?: string;
   /** How deep the run is in a tree of sub-agents (absent: 0, a root run). */
   readonly depth?: number;
   /** The run a resume, retry or rewind continues from. */
@@ -93,6 +95,16 @@ export interface RunRecord {
   readonly options: RunOptionsRecord;
   /** Set by the suspension commit of a suspended run. */
   readonly suspension?: SuspensionRecord;
+  /** A stop another process asked for (see {@link StateStore.requestStop}); the first request is kept. */
+  readonly stopRequest?: StopRequest;
+}
+
+/** A request to stop a running run, made through the store by any process (`StateStore.requestStop`). */
+export interface StopRequest {
+  /** Why (at most 1,000 characters are kept). */
+  readonly reason: string;
+  /** When it was asked for (ms since the epoch). */
+  readonly requestedAt: number;
 }
 
 /** A run's right to write: commits must carry its runId and epoch. */
@@ -101,6 +113,8 @@ export interface RunLease {
   readonly epoch: number;
   readonly owner: string;
   readonly expiresAt: number;
+  /** Set on a renewed lease when another process asked for the run to stop: the holder stops the run. */
+  readonly stopRequest?: StopRequest;
 }
 
 /**
@@ -131,6 +145,12 @@ export interface RecoverableRun {
   readonly epoch: number;
   readonly leaseOwner: string;
   readonly leaseExpiresAt: number;
+}
+
+/** Options of {@link StateStore.claimRun}. */
+export interface ClaimOptions {
+  /** Claim even though the run's lease has not expired (the caller knows its holder is gone). */
+  readonly takeover?: boolean;
 }
 
 /** What claiming a run for recovery returns: everything needed to continue it. */
@@ -279,13 +299,23 @@ export interface StateStore {
   /**
    * Takes over a running run whose lease expired (its process died): the epoch goes up by one, so any
    * write of the old process is refused from then on. Throws an AgentError `state_run_not_recoverable`
-   * when the run is not current, not running, or its lease has not expired.
+   * when the run is not current, not running, or its lease has not expired. With `takeover`, the lease
+   * need not have expired: a durable engine that has already decided the old process is gone (it owns the
+   * run's workflow now) claims at once; the epoch still goes up, so the old process is fenced out the same way.
    */
-  claimRun(runId: string, owner: string, leaseMs: number, now: number): Promise<ClaimedRun>;
+  claimRun(runId: string, owner: string, leaseMs: number, now: number, options?: ClaimOptions): Promise<ClaimedRun>;
   /** Records a journal entry, fenced like a commit. Writing a key that exists keeps the first entry and returns it. */
   appendJournal(entry: JournalEntry): Promise<JournalEntry>;
   /** The run's journal (uncommitted work), oldest first. */
   loadJournal(runId: string): Promise<readonly JournalEntry[]>;
+  /**
+   * Asks for a running run to stop, from any process: the request is recorded on the run; the process
+   * holding the run's lease sees it at its next renewal (`RunLease.stopRequest`) and stops the run as
+   * `handle.stop()` does, and a process that claims the run for recovery finds it on the claimed run and
+   * stops it at once. Not fenced (the asker holds no lease). The first request is kept; a run that is not
+   * running is left as it is. Returns the run as stored afterwards, or undefined when there is none.
+   */
+  requestStop(runId: string, request: StopRequest): Promise<RunRecord | undefined>;
   /** The committed session, or undefined. */
   loadSession(sessionId: string): Promise<SessionSnapshot | undefined>;
   /** A run as stored, or undefined. */

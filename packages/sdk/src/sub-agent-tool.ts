@@ -19,7 +19,8 @@ export interface SubAgentToolOptions<TState = unknown, TOutput = unknown, TInput
   readonly output?: (childOutput: TOutput) => unknown;
 }
 
-function defaultInput(args: unknown): string {
+/** The default child input: the `input` field of the arguments when it is a string, else the arguments as JSON. */
+export function defaultInput(args: unknown): string {
   const field = (args as { input?: unknown } | null)?.input;
   return typeof field === 'string' ? field : JSON.stringify(args);
 }
@@ -38,7 +39,7 @@ export function defineSubAgentTool<TState, TOutput, TInputSchema extends z.ZodTy
   const inputSchema = (options.inputSchema ?? z.object({ input: z.string().describe('The task for the agent.') })) as TInputSchema;
   const input = options.input as ((args: unknown) => string) | undefined;
   const output = options.output as ((childOutput: unknown) => unknown) | undefined;
-  const subAgent: SubAgentSpec = Object.freeze({ agent, input: input ?? defaultInput, output: output ?? ((value: unknown) => value) });
+  const subAgent: SubAgentSpec = Object.freeze({ kind: 'local' as const, agent, agentType: agent.name, input: input ?? defaultInput, output: output ?? ((value: unknown) => value) });
   const tool = defineTool({
     name,
     description: options.description ?? `Delegate a task to the ${agent.name} agent.`,

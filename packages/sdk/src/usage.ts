@@ -72,7 +72,8 @@ export interface UsageStore {
 export function rollupUsage(entries: Iterable<UsageEntry>): UsageRollup {
   let prompt = 0, completion = 0, total = 0, cached = 0, cacheWrite = 0, reasoning = 0;
   let modelCalls = 0, failedModelCalls = 0, totalCalls = 0, failures = 0;
-  const byTool: Record<string, { calls: number; failures: number; totalDurationMs: number }> = {};
+  // A Map, not an object: a tool named `constructor` or `__proto__` stays a plain key.
+  const tools = new Map<string, { calls: number; failures: number; totalDurationMs: number }>();
   for (const entry of entries) {
     if (entry.kind === 'llm') {
       modelCalls++;
@@ -88,7 +89,8 @@ export function rollupUsage(entries: Iterable<UsageEntry>): UsageRollup {
       }
     } else {
       totalCalls++;
-      const stats = (byTool[entry.toolName] ??= { calls: 0, failures: 0, totalDurationMs: 0 });
+      let stats = tools.get(entry.toolName);
+      if (stats === undefined) tools.set(entry.toolName, (stats = { calls: 0, failures: 0, totalDurationMs: 0 }));
       stats.calls++;
       stats.totalDurationMs += entry.durationMs;
       if (!entry.success) {
@@ -101,7 +103,7 @@ export function rollupUsage(entries: Iterable<UsageEntry>): UsageRollup {
     tokens: { prompt, completion, total, cached, cacheWrite, reasoning },
     modelCalls,
     failedModelCalls,
-    toolStats: { totalCalls, failures, byTool },
+    toolStats: { totalCalls, failures, byTool: Object.fromEntries(tools) },
   };
 }
 
@@ -109,15 +111,18 @@ export function rollupUsage(entries: Iterable<UsageEntry>): UsageRollup {
 export function mergeRollups(own: UsageRollup, children: readonly { readonly sessionId: string; readonly runId: string; readonly rollup: UsageRollup }[]): UsageRollup {
   if (children.length === 0) return own;
   const sum = (pick: (r: UsageRollup) => number) => children.reduce((acc, c) => acc + pick(c.rollup), pick(own));
-  const byTool: Record<string, { calls: number; failures: number; totalDurationMs: number }> = {};
+  // A Map, not an object: a tool named `constructor` or `__proto__` (a remote child reports its own names) stays a plain key.
+  const tools = new Map<string, { calls: number; failures: number; totalDurationMs: number }>();
   for (const r of [own, ...children.map((c) => c.rollup)]) {
     for (const [name, stats] of Object.entries(r.toolStats.byTool)) {
-      const into = (byTool[name] ??= { calls: 0, failures: 0, totalDurationMs: 0 });
+      let into = tools.get(name);
+      if (into === undefined) tools.set(name, (into = { calls: 0, failures: 0, totalDurationMs: 0 }));
       into.calls += stats.calls;
       into.failures += stats.failures;
       into.totalDurationMs += stats.totalDurationMs;
     }
   }
+  const byTool = Object.fromEntries(tools);
   return {
     tokens: {
       prompt: sum((r) => r.tokens.prompt),

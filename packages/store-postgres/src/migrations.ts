@@ -129,6 +129,11 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       )`,
     ],
   },
+  {
+    version: 2,
+    name: 'runs.stop_request: stops asked for by another process',
+    statements: (s) => [`ALTER TABLE ${s}.runs ADD COLUMN stop_request json`],
+  },
 ];
 
 /** The schema version this code writes: the last migration's. Rows carry it as `record_version`. */

@@ -1,6 +1,6 @@
 import { StateCommitError, rollupUsage } from '@helix-agents/sdk';
 import type { AgentErrorInfo, Message, StartSignalKind, UsageEntry, UsageFilter, UsageRollup, UsageStore } from '@helix-agents/sdk';
-import { beginRunResult, GENESIS_CHECKPOINT, orThrow, planBeginRun, planClaimRun, planCommit, planJournalAppend, planRenewLease, sessionSnapshot, stepSetOf } from '@helix-agents/sdk/store';
+import { beginRunResult, GENESIS_CHECKPOINT, orThrow, planBeginRun, planClaimRun, planCommit, planJournalAppend, planRenewLease, planRequestStop, sessionSnapshot, stepSetOf } from '@helix-agents/sdk/store';
 import type {
   BeginRunInput,
   BeginRunPlan,
@@ -10,6 +10,7 @@ import type {
   CheckpointDraft,
   CheckpointInfo,
   ClaimedRun,
+  ClaimOptions,
   Commit,
   CommitPlan,
   CommitReceipt,
@@ -28,6 +29,7 @@ import type {
   SessionHeader,
   SessionSnapshot,
   StateStore,
+  StopRequest,
   SuspensionRecord,
   TurnRecord,
 } from '@helix-agents/sdk/store';
@@ -50,7 +52,8 @@ const HEADER_COLUMNS = `session_id, record_version, agent_type, parent_session_i
 const SESSION_COLUMNS = `${HEADER_COLUMNS}, state::text AS state`;
 
 const RUN_COLUMNS = `run_id, record_version, session_id, turn_id, agent_type, status, signal, started_at, ended_at, step_count,
-  output::text AS output, error::text AS error, epoch, lease_owner, lease_expires_at, options::text AS options, suspension::text AS suspension`;
+  output::text AS output, error::text AS error, epoch, lease_owner, lease_expires_at, options::text AS options, suspension::text AS suspension,
+  stop_request::text AS stop_request`;
 
 const JOURNAL_COLUMNS = `run_id, key, epoch, step_index, kind, data::text AS data, at`;
 
@@ -100,7 +103,7 @@ function buildStatements(s: string) {
         ON CONFLICT (run_id) DO UPDATE SET record_version = EXCLUDED.record_version, session_id = EXCLUDED.session_id, turn_id = EXCLUDED.turn_id,
           agent_type = EXCLUDED.agent_type, status = 'running', signal = EXCLUDED.signal, started_at = EXCLUDED.started_at, ended_at = NULL,
           step_count = 0, output = NULL, error = NULL, epoch = 1, lease_owner = EXCLUDED.lease_owner, lease_expires_at = EXCLUDED.lease_expires_at,
-          options = EXCLUDED.options, suspension = NULL
+          options = EXCLUDED.options, suspension = NULL, stop_request = NULL
       ), sess AS (
         UPDATE ${s}.sessions SET record_version = $2, current_run_id = $3, run_epoch = 1, run_open = true, agent_type = $4,
           turn_id = $11, turn_first_run_id = $16, turn_input = CASE WHEN $12::json IS NULL THEN turn_input ELSE $12::json END,
@@ -155,9 +158,11 @@ function buildStatements(s: string) {
     // A lease renewal, conditioned on the fence the caller presents (the run current, at its epoch, open).
     renew: `UPDATE ${s}.runs r SET lease_expires_at = $3 WHERE r.run_id = $1 AND r.epoch = $2 AND r.status = 'running'
       AND EXISTS (SELECT 1 FROM ${s}.sessions x WHERE x.session_id = r.session_id AND x.current_run_id = r.run_id AND x.run_epoch = r.epoch AND x.run_open)
-      RETURNING lease_owner`,
+      RETURNING lease_owner, stop_request::text AS stop_request`,
+    // A stop request, recorded once on a running run (not fenced: any process may ask).
+    requestStop: `UPDATE ${s}.runs SET stop_request = $2::json WHERE run_id = $1 AND status = 'running' AND stop_request IS NULL`,
     // What renew, claim and a journal append decide from: the run and its session's fence.
-    runFence: `SELECT r.run_id, r.record_version, r.session_id, r.status, r.epoch, r.lease_owner, r.lease_expires_at,
+    runFence: `SELECT r.run_id, r.record_version, r.session_id, r.status, r.epoch, r.lease_owner, r.lease_expires_at, r.stop_request::text AS stop_request,
         x.current_run_id, x.record_version AS session_record_version
       FROM ${s}.runs r LEFT JOIN ${s}.sessions x ON x.session_id = r.session_id WHERE r.run_id = $1`,
     recoverable: `SELECT r.session_id, r.run_id, r.agent_type, r.epoch, r.lease_owner, r.lease_expires_at
@@ -254,6 +259,7 @@ interface RunRow {
   lease_expires_at: string | number;
   options: string;
   suspension: string | null;
+  stop_request: string | null;
 }
 
 interface JournalRow {
@@ -275,6 +281,7 @@ interface RunFenceRow {
   epoch: number;
   lease_owner: string;
   lease_expires_at: string | number;
+  stop_request: string | null;
   current_run_id: string | null;
   session_record_version: number | null;
 }
@@ -374,14 +381,18 @@ export class PostgresStateStore implements StateStore, UsageStore {
     }
   }
 
-  async claimRun(runId: string, owner: string, leaseMs: number, now: number): Promise<ClaimedRun> {
-    const claimed = await this.#inOrder(this.#runKey(runId), () => this.#claimRun(runId, owner, leaseMs, now));
+  async claimRun(runId: string, owner: string, leaseMs: number, now: number, options: ClaimOptions = {}): Promise<ClaimedRun> {
+    const claimed = await this.#inOrder(this.#runKey(runId), () => this.#claimRun(runId, owner, leaseMs, now, options.takeover === true));
     this.#learn(runId, claimed.run.sessionId);
     return claimed;
   }
 
   async appendJournal(entry: JournalEntry): Promise<JournalEntry> {
     return this.#inOrder(this.#runKey(entry.runId), () => this.#appendJournal(entry));
+  }
+
+  async requestStop(runId: string, request: StopRequest): Promise<RunRecord | undefined> {
+    return this.#inOrder(this.#runKey(runId), () => this.#requestStop(runId, request));
   }
 
   async loadJournal(runId: string): Promise<readonly JournalEntry[]> {
@@ -581,8 +592,8 @@ export class PostgresStateStore implements StateStore, UsageStore {
     const expiresAt = now + leaseMs;
     try {
       for (let attempt = 1; ; attempt++) {
-        const [renewed] = await run<{ lease_owner: string }>(this.pool, this.#sql.renew, [runId, epoch, expiresAt]);
-        if (renewed) return { runId, epoch, owner: renewed.lease_owner, expiresAt };
+        const [renewed] = await run<{ lease_owner: string; stop_request: string | null }>(this.pool, this.#sql.renew, [runId, epoch, expiresAt]);
+        if (renewed) return { runId, epoch, owner: renewed.lease_owner, expiresAt, ...(renewed.stop_request === null ? {} : { stopRequest: JSON.parse(renewed.stop_request) as StopRequest }) };
         // The fence the caller presented does not hold: the rules say why, from fresh records.
         const fence = await this.#runFence(this.pool, runId);
         const decision = planRenewLease({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined }, runId, epoch, leaseMs, now);
@@ -594,13 +605,25 @@ export class PostgresStateStore implements StateStore, UsageStore {
     }
   }
 
-  async #claimRun(runId: string, owner: string, leaseMs: number, now: number): Promise<ClaimedRun> {
+  async #requestStop(runId: string, request: StopRequest): Promise<RunRecord | undefined> {
+    try {
+      const fence = await this.#runFence(this.pool, runId);
+      const { write } = orThrow(planRequestStop({ run: fence && runHeaderOf(fence) }, request));
+      // Conditioned on the run still running without a request: of two askers, the first one's stays.
+      if (write) await run(this.pool, this.#sql.requestStop, [runId, JSON.stringify(write)]);
+    } catch (error) {
+      throw storeError('requestStop', error);
+    }
+    return this.#getRun(runId);
+  }
+
+  async #claimRun(runId: string, owner: string, leaseMs: number, now: number, takeover: boolean): Promise<ClaimedRun> {
     const sql = this.#sql;
     const claimed = await transaction(this.pool, 'claimRun', async (client) => {
       await run(client, sql.claimLock, [runId]);
       for (let attempt = 1; ; attempt++) {
         const fence = await this.#runFence(client, runId);
-        const { lease } = orThrow(planClaimRun({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined }, runId, owner, leaseMs, now));
+        const { lease } = orThrow(planClaimRun({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined }, runId, owner, leaseMs, now, takeover));
         const [row] = await run<{ run: string; session: string; messages: string | null; journal: string | null }>(client, sql.claimWrite, [
           runId,
           lease.epoch,
@@ -797,8 +820,16 @@ function toSession(row: SessionRow, schema: string): SessionSnapshot {
 }
 
 /** What renew, claim and a journal append read of a run. */
-function runHeaderOf(row: RunFenceRow): Pick<RunHeader, 'runId' | 'sessionId' | 'status' | 'epoch' | 'leaseOwner' | 'leaseExpiresAt'> {
-  return { runId: row.run_id, sessionId: row.session_id, status: row.status as RunStatus, epoch: row.epoch, leaseOwner: row.lease_owner, leaseExpiresAt: toNumber(row.lease_expires_at) };
+function runHeaderOf(row: RunFenceRow): Pick<RunHeader, 'runId' | 'sessionId' | 'status' | 'epoch' | 'leaseOwner' | 'leaseExpiresAt' | 'stopRequest'> {
+  return {
+    runId: row.run_id,
+    sessionId: row.session_id,
+    status: row.status as RunStatus,
+    epoch: row.epoch,
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: toNumber(row.lease_expires_at),
+    ...(row.stop_request === null ? {} : { stopRequest: JSON.parse(row.stop_request) as StopRequest }),
+  };
 }
 
 /** A checkpoint a rewind restores, with its row id. */
@@ -906,6 +937,7 @@ function toRun(row: RunRow, schema: string): RunRecord {
     leaseExpiresAt: toNumber(row.lease_expires_at),
     options: (fromJson(row.options) as RunOptionsRecord | undefined) ?? {},
     ...(row.suspension === null ? {} : { suspension: fromJson(row.suspension) as SuspensionRecord }),
+    ...(row.stop_request === null || row.stop_request === undefined ? {} : { stopRequest: fromJson(row.stop_request) as StopRequest }),
   };
 }
 

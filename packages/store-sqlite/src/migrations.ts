@@ -115,6 +115,11 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 2,
+    name: 'runs.stop_request: stops asked for by another process',
+    sql: 'ALTER TABLE runs ADD COLUMN stop_request TEXT;',
+  },
 ];
 
 /** The schema version this code writes: the last migration's. */

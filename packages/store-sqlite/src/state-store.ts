@@ -1,6 +1,6 @@
 import { AgentError, StateCommitError } from '@helix-agents/sdk';
 import type { AgentErrorInfo, Message, UsageEntry, UsageFilter, UsageRollup, UsageStore } from '@helix-agents/sdk';
-import { beginRunResult, GENESIS_CHECKPOINT, NO_STEPS, orThrow, planBeginRun, planClaimRun, planCommit, planJournalAppend, planRenewLease, sessionSnapshot } from '@helix-agents/sdk/store';
+import { beginRunResult, GENESIS_CHECKPOINT, NO_STEPS, orThrow, planBeginRun, planClaimRun, planCommit, planJournalAppend, planRenewLease, planRequestStop, sessionSnapshot } from '@helix-agents/sdk/store';
 import type {
   BeginRunInput,
   BeginRunPlan,
@@ -9,6 +9,7 @@ import type {
   Checkpoint,
   CheckpointInfo,
   ClaimedRun,
+  ClaimOptions,
   Commit,
   CommitPlan,
   CommitReceipt,
@@ -25,6 +26,7 @@ import type {
   SessionSnapshot,
   StateStore,
   StepSet,
+  StopRequest,
   SuspensionRecord,
   TurnRecord,
 } from '@helix-agents/sdk/store';
@@ -74,6 +76,7 @@ interface RunRow {
   lease_owner: string;
   lease_expires_at: number;
   options: string;
+  stop_request: string | null;
 }
 
 /** What a commit reads: the session row and the status and epoch of the run it names, in one lookup. */
@@ -91,6 +94,7 @@ interface RunFenceRow {
   epoch: number;
   lease_owner: string;
   lease_expires_at: number;
+  stop_request: string | null;
   current_run_id: string | null;
   session_record_version: number | null;
 }
@@ -160,8 +164,9 @@ export class SqliteStateStore implements StateStore, UsageStore {
   #queue: PendingCommit[] = [];
   #flushScheduled = false;
   readonly #renew: (runId: string, epoch: number, leaseMs: number, now: number) => RunLease;
-  readonly #claim: (runId: string, owner: string, leaseMs: number, now: number) => ClaimedRun;
+  readonly #claim: (runId: string, owner: string, leaseMs: number, now: number, takeover: boolean) => ClaimedRun;
   readonly #append: (entry: JournalEntry) => JournalEntry;
+  readonly #requestStop: (runId: string, request: StopRequest) => RunRecord | undefined;
   readonly #readSession: (sessionId: string) => SessionSnapshot | undefined;
   readonly #readRun: (runId: string) => RunRecord | undefined;
   readonly #readCheckpoint: (sessionId: string, id: number) => Checkpoint | undefined;
@@ -189,8 +194,9 @@ export class SqliteStateStore implements StateStore, UsageStore {
     // Commits queued when the connection closes still land (or fail) before it goes.
     database.onClose(() => this.#flush());
     this.#renew = immediate(db, (runId, epoch, leaseMs, now) => this.#doRenew(runId, epoch, leaseMs, now));
-    this.#claim = immediate(db, (runId, owner, leaseMs, now) => this.#doClaim(runId, owner, leaseMs, now));
+    this.#claim = immediate(db, (runId, owner, leaseMs, now, takeover) => this.#doClaim(runId, owner, leaseMs, now, takeover));
     this.#append = immediate(db, (entry) => this.#doAppend(entry));
+    this.#requestStop = immediate(db, (runId, request) => this.#doRequestStop(runId, request));
     // Reads run in one (deferred) transaction so that they see one snapshot of the database, never part of a commit.
     this.#readSession = deferred(db, (sessionId) => {
       const row = q.session.get(sessionId);
@@ -258,14 +264,19 @@ export class SqliteStateStore implements StateStore, UsageStore {
     }));
   }
 
-  async claimRun(runId: string, owner: string, leaseMs: number, now: number): Promise<ClaimedRun> {
+  async claimRun(runId: string, owner: string, leaseMs: number, now: number, options: ClaimOptions = {}): Promise<ClaimedRun> {
     this.#flush();
-    return guard('claim a run', () => this.#claim(runId, owner, leaseMs, now));
+    return guard('claim a run', () => this.#claim(runId, owner, leaseMs, now, options.takeover === true));
   }
 
   async appendJournal(entry: JournalEntry): Promise<JournalEntry> {
     this.#flush();
     return guard('append to the journal', () => this.#append(entry));
+  }
+
+  async requestStop(runId: string, request: StopRequest): Promise<RunRecord | undefined> {
+    this.#flush();
+    return guard('request a stop', () => this.#requestStop(runId, request));
   }
 
   async loadJournal(runId: string): Promise<readonly JournalEntry[]> {
@@ -422,13 +433,20 @@ export class SqliteStateStore implements StateStore, UsageStore {
     return lease;
   }
 
-  #doClaim(runId: string, owner: string, leaseMs: number, now: number): ClaimedRun {
+  #doClaim(runId: string, owner: string, leaseMs: number, now: number, takeover: boolean): ClaimedRun {
     const q = this.#q;
     const fence = this.#runFence(runId);
-    const { lease } = orThrow(planClaimRun({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined }, runId, owner, leaseMs, now));
+    const { lease } = orThrow(planClaimRun({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined }, runId, owner, leaseMs, now, takeover));
     q.claim.run(lease.epoch, lease.owner, lease.expiresAt, runId);
     // Accepted: the run is its session's current run, so both rows exist.
     return { session: this.#snapshot(q.session.get(fence!.session_id)!), run: this.#run(runId)!, lease, journal: q.journal.all(runId).map(journalEntry) };
+  }
+
+  #doRequestStop(runId: string, request: StopRequest): RunRecord | undefined {
+    const fence = this.#runFence(runId);
+    const { write } = orThrow(planRequestStop({ run: fence && runHeaderOf(fence) }, request));
+    if (write) this.#q.requestStop.run(JSON.stringify(write), runId);
+    return this.#run(runId);
   }
 
   #doAppend(entry: JournalEntry): JournalEntry {
@@ -488,7 +506,7 @@ export class SqliteStateStore implements StateStore, UsageStore {
 }
 
 const RUN_COLUMNS =
-  'run_id, record_version, session_id, turn_id, agent_type, status, signal, started_at, ended_at, step_count, output, error, suspension, epoch, lease_owner, lease_expires_at, options';
+  'run_id, record_version, session_id, turn_id, agent_type, status, signal, started_at, ended_at, step_count, output, error, suspension, epoch, lease_owner, lease_expires_at, options, stop_request';
 
 function prepare(db: BetterSqlite3.Database) {
   return {
@@ -525,7 +543,7 @@ function prepare(db: BetterSqlite3.Database) {
        FROM sessions s LEFT JOIN runs r ON r.run_id = ? WHERE s.session_id = ?`,
     ),
     runFence: db.prepare<[string], RunFenceRow>(
-      `SELECT r.run_id, r.session_id, r.record_version, r.status, r.epoch, r.lease_owner, r.lease_expires_at,
+      `SELECT r.run_id, r.session_id, r.record_version, r.status, r.epoch, r.lease_owner, r.lease_expires_at, r.stop_request,
          s.current_run_id, s.record_version AS session_record_version
        FROM runs r LEFT JOIN sessions s ON s.session_id = r.session_id WHERE r.run_id = ?`,
     ),
@@ -543,6 +561,7 @@ function prepare(db: BetterSqlite3.Database) {
       'UPDATE runs SET step_count = ?, status = coalesce(?, status), ended_at = coalesce(?, ended_at), output = coalesce(?, output), error = coalesce(?, error), suspension = coalesce(?, suspension) WHERE run_id = ?',
     ),
     renew: db.prepare<[number, string]>('UPDATE runs SET lease_expires_at = ? WHERE run_id = ?'),
+    requestStop: db.prepare<[string, string]>('UPDATE runs SET stop_request = ? WHERE run_id = ?'),
     claim: db.prepare<[number, string, number, string]>('UPDATE runs SET epoch = ?, lease_owner = ?, lease_expires_at = ? WHERE run_id = ?'),
     recoverable: db.prepare<[number, number], RunRow>(
       `SELECT r.run_id, r.session_id, r.agent_type, r.epoch, r.lease_owner, r.lease_expires_at FROM runs r
@@ -614,8 +633,16 @@ function runStepCount(run: Pick<RunRow, 'run_id' | 'step_count'>, head: HeadRow 
 }
 
 /** What renew, claim and a journal append read of a run. */
-function runHeaderOf(row: RunFenceRow): Pick<RunHeader, 'runId' | 'sessionId' | 'status' | 'epoch' | 'leaseOwner' | 'leaseExpiresAt'> {
-  return { runId: row.run_id, sessionId: row.session_id, status: row.status, epoch: row.epoch, leaseOwner: row.lease_owner, leaseExpiresAt: row.lease_expires_at };
+function runHeaderOf(row: RunFenceRow): Pick<RunHeader, 'runId' | 'sessionId' | 'status' | 'epoch' | 'leaseOwner' | 'leaseExpiresAt' | 'stopRequest'> {
+  return {
+    runId: row.run_id,
+    sessionId: row.session_id,
+    status: row.status,
+    epoch: row.epoch,
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: row.lease_expires_at,
+    ...(row.stop_request === null ? {} : { stopRequest: JSON.parse(row.stop_request) as StopRequest }),
+  };
 }
 
 function runRecord(row: RunRow, stepCount: number): RunRecord {
@@ -636,6 +663,7 @@ function runRecord(row: RunRow, stepCount: number): RunRecord {
     leaseOwner: row.lease_owner,
     leaseExpiresAt: row.lease_expires_at,
     options: JSON.parse(row.options) as RunRecord['options'],
+    ...(row.stop_request === null ? {} : { stopRequest: JSON.parse(row.stop_request) as StopRequest }),
   };
 }
 

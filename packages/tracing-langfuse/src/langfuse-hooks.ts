@@ -154,6 +154,8 @@ export function createLangfuseHooks(options: LangfuseHooksOptions = {}): Langfus
               ...(event.signal === 'start' ? {} : { startSignal: event.signal }),
               // A sub-agent: its own session, in the parent's trace.
               ...(event.run.parentSessionId === undefined ? {} : { sessionId: event.run.sessionId, parentSessionId: event.run.parentSessionId }),
+              // The parent's tool call that started it (the observation it nests under).
+              ...(event.run.parentToolCallId === undefined ? {} : { parentToolCallId: event.run.parentToolCallId }),
             },
           },
           event.run,

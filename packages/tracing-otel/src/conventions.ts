@@ -107,6 +107,8 @@ export const HELIX_PENDING_TOOL_CALL_IDS = 'helix.suspend.pending_tool_call_ids'
 export const HELIX_AWAITED_SESSION_IDS = 'helix.suspend.awaited_session_ids';
 /** `helix.session.parent_id`: the parent session of a sub-agent run. */
 export const HELIX_PARENT_SESSION_ID = 'helix.session.parent_id';
+/** On a sub-agent's run span: the parent's tool call that started it (the span it hangs under). */
+export const HELIX_PARENT_TOOL_CALL_ID = 'helix.tool_call.parent_id';
 /** `helix.tags`: the `tags` execution option. */
 export const HELIX_TAGS = 'helix.tags';
 /** Prefix of one attribute per `metadata` execution option entry (`helix.metadata.feature`). */

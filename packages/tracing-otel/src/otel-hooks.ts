@@ -282,9 +282,14 @@ export function createOtelHooks(options: OtelHooksOptions = {}): OtelTracing {
     return active.get(runId) ?? ended.get(runId);
   }
 
-  /** Where a sub-agent run hangs: the parent's one open tool call (the one that started it), else the parent run. */
-  function parentContextOf(parentRun: RunTrace | undefined): Context {
+  /**
+   * Where a sub-agent run hangs: the parent's tool call that started it (`ctx.parentToolCallId`), else
+   * the parent's one open tool call, else the parent run.
+   */
+  function parentContextOf(parentRun: RunTrace | undefined, parentToolCallId: string | undefined): Context {
     if (parentRun === undefined) return useActiveContext ? otelContext.active() : ROOT_CONTEXT;
+    const starter = parentToolCallId === undefined ? undefined : parentRun.tools.get(parentToolCallId);
+    if (starter !== undefined) return trace.setSpan(parentRun.context, starter);
     if (parentRun.tools.size === 1) {
       const [toolSpan] = parentRun.tools.values();
       if (toolSpan !== undefined) return trace.setSpan(parentRun.context, toolSpan);
@@ -297,7 +302,7 @@ export function createOtelHooks(options: OtelHooksOptions = {}): OtelTracing {
     start: { signal: RunStartSignal; agent?: AgentConfig<unknown, unknown>; input?: string; previousRunId?: string; attributes?: Attributes },
   ): RunTrace {
     const parentRun = ctx.parentSessionId === undefined ? undefined : bySession.get(ctx.parentSessionId);
-    const parentContext = parentContextOf(parentRun);
+    const parentContext = parentContextOf(parentRun, ctx.parentToolCallId);
     const model = start.agent?.llmConfig.model;
     const attributes: Attributes = {
       [C.GEN_AI_OPERATION_NAME]: C.OPERATION.invokeAgent,
@@ -318,7 +323,7 @@ export function createOtelHooks(options: OtelHooksOptions = {}): OtelTracing {
       runId: ctx.runId,
       sessionId: ctx.sessionId,
       agentType: ctx.agentType,
-      ...definedFields(ctx, ['parentSessionId', 'userId', 'tags', 'metadata']),
+      ...definedFields(ctx, ['parentSessionId', 'parentToolCallId', 'userId', 'tags', 'metadata']),
     };
     info.traceRoot = parentRun?.info.traceRoot ?? info;
     const run: RunTrace = {
@@ -341,6 +346,7 @@ export function createOtelHooks(options: OtelHooksOptions = {}): OtelTracing {
       span.setAttribute(C.HELIX_RUN_ATTEMPT, ctx.attempt);
       if (ctx.userId !== undefined) span.setAttribute(C.USER_ID, ctx.userId);
       if (ctx.parentSessionId !== undefined) span.setAttribute(C.HELIX_PARENT_SESSION_ID, ctx.parentSessionId);
+      if (ctx.parentToolCallId !== undefined) span.setAttribute(C.HELIX_PARENT_TOOL_CALL_ID, ctx.parentToolCallId);
       if (ctx.tags !== undefined && ctx.tags.length > 0) span.setAttribute(C.HELIX_TAGS, Array.from(ctx.tags));
       if (ctx.metadata !== undefined) for (const [key, value] of Object.entries(ctx.metadata)) span.setAttribute(C.HELIX_METADATA_PREFIX + key, value);
       if (start.agent?.description !== undefined) span.setAttribute(C.GEN_AI_AGENT_DESCRIPTION, start.agent.description);

@@ -420,6 +420,32 @@ export function runStateStoreConformance(options: StateStoreConformanceOptions):
         expect(await first.renewLease('r1', 2, 1_000, T0 + 3_000)).toMatchObject({ epoch: 2, expiresAt: T0 + 4_000, owner: 'rescuer' });
       }));
 
+      it('requestStop, from another instance, records the first request on a running run: the lease holder gets it at its next renewal, a step commit keeps it, a claim hands it over', withStores(async ({ first, second }) => {
+        await first.beginRun(begin('s1', 'r1', { startedAt: T0, leaseMs: 1_000, leaseOwner: 'p1' }));
+        expect((await second.requestStop('r1', { reason: 'enough', requestedAt: T0 + 10 }))?.stopRequest).toEqual({ reason: 'enough', requestedAt: T0 + 10 });
+        expect((await second.requestStop('r1', { reason: 'again', requestedAt: T0 + 20 }))?.stopRequest).toEqual({ reason: 'enough', requestedAt: T0 + 10 });
+        expect(await first.renewLease('r1', 1, 1_000, T0 + 30)).toEqual({ runId: 'r1', epoch: 1, owner: 'p1', expiresAt: T0 + 1_030, stopRequest: { reason: 'enough', requestedAt: T0 + 10 } });
+        await first.commit(step('s1', 'r1', 0, { appendMessages: rows('a', 1), state: { n: 1 } }));
+        expect(await first.getRun('r1')).toMatchObject({ status: 'running', stepCount: 1, stopRequest: { reason: 'enough', requestedAt: T0 + 10 } });
+        const claimed = await second.claimRun('r1', 'rescuer', 1_000, T0 + 5_000);
+        expect(claimed.run.stopRequest).toEqual({ reason: 'enough', requestedAt: T0 + 10 });
+        expect((await second.renewLease('r1', 2, 1_000, T0 + 5_010)).stopRequest).toEqual({ reason: 'enough', requestedAt: T0 + 10 });
+      }));
+
+      it('requestStop leaves a run that is not running as it is and gives undefined for an unknown run; a lease without a request has no stopRequest', withStore(async (store) => {
+        await store.beginRun(begin('s1', 'r1', { startedAt: T0, leaseMs: 1_000 }));
+        await store.commit({ sessionId: 's1', runId: 'r1', epoch: 1, kind: 'terminal', runStatus: 'completed', committedAt: T0 + 1 });
+        const done = await store.requestStop('r1', { reason: 'late', requestedAt: T0 + 2 });
+        expect(done).toMatchObject({ runId: 'r1', status: 'completed' });
+        expect(done?.stopRequest).toBeUndefined();
+        expect((await store.getRun('r1'))?.stopRequest).toBeUndefined();
+        await store.beginRun(begin('s2', 'r2a', { startedAt: T0, leaseMs: 1_000 }));
+        await store.beginRun(begin('s2', 'r2b', { startedAt: T0, leaseMs: 1_000 }));
+        expect((await store.requestStop('r2a', { reason: 'superseded already', requestedAt: T0 + 3 }))?.stopRequest).toBeUndefined();
+        expect(await store.requestStop('nope', { reason: 'who', requestedAt: T0 + 4 })).toBeUndefined();
+        expect('stopRequest' in (await store.renewLease('r2b', 1, 1_000, T0 + 5))).toBe(false);
+      }));
+
       it('claimRun refuses with state_run_not_recoverable a run whose lease has not expired, that is not current, not running, or unknown', withStore(async (store) => {
         await store.beginRun(begin('s1', 'r1', { startedAt: T0, leaseMs: 1_000 }));
         await expectCode(store.claimRun('r1', 'p2', 1_000, T0 + 999), 'state_run_not_recoverable');

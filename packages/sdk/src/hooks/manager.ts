@@ -225,6 +225,17 @@ export class HookManager<TState = unknown, TOutput = unknown> {
     return this.#objects;
   }
 
+  /**
+   * A new manager with only the entries `keep` accepts, in the same order and with the same policies
+   * (class-based hooks that keep at least one entry stay registered for warm-up and close).
+   */
+  filter(keep: (entry: HookEntry) => boolean): HookManager<TState, TOutput> {
+    const kept = new HookManager<TState, TOutput>();
+    for (const point of HOOK_POINTS) for (const entry of this.#entries[point]) if (keep(entry)) kept.#push(entry);
+    for (const object of this.#objects) if (HOOK_POINTS.some((point) => kept.#entries[point].some((e) => e.owner === object))) kept.#objects.push(object);
+    return kept;
+  }
+
   /** Total handlers registered. */
   get size(): number {
     return this.#count;

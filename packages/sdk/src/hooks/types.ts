@@ -26,6 +26,8 @@ export interface RunIdentity {
   readonly agentType: string;
   /** The parent's session id, for sub-agents. */
   readonly parentSessionId?: string;
+  /** For a sub-agent's run: the parent's tool call that started it (tracing nests the child's spans under that call). */
+  readonly parentToolCallId?: string;
 }
 
 /** Whom and what a run is for, as `execute()` was given them: every hook sees them (rule 123). */

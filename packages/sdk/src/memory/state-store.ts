@@ -5,6 +5,7 @@ import type {
   Checkpoint,
   CheckpointInfo,
   ClaimedRun,
+  ClaimOptions,
   Commit,
   CommitReceipt,
   JournalEntry,
@@ -13,6 +14,7 @@ import type {
   RunRecord,
   SessionSnapshot,
   StateStore,
+  StopRequest,
 } from '../store.js';
 import type { SessionHeader, StepSet } from '../store/session-rules.js';
 import {
@@ -26,6 +28,7 @@ import {
   planCommit,
   planJournalAppend,
   planRenewLease,
+  planRequestStop,
   sessionSnapshot,
 } from '../store/session-rules.js';
 import type { UsageEntry, UsageFilter, UsageRollup, UsageStore } from '../usage.js';
@@ -133,10 +136,10 @@ export class InMemoryStateStore implements StateStore, UsageStore {
     return out.sort((a, b) => a.leaseExpiresAt - b.leaseExpiresAt).slice(0, limit);
   }
 
-  async claimRun(runId: string, owner: string, leaseMs: number, now: number): Promise<ClaimedRun> {
+  async claimRun(runId: string, owner: string, leaseMs: number, now: number, options: ClaimOptions = {}): Promise<ClaimedRun> {
     const run = this.#runs.get(runId);
     const row = run ? this.#sessions.get(run.sessionId) : undefined;
-    const { lease } = orThrow(planClaimRun({ run, currentRunId: row?.header.currentRunId }, runId, owner, leaseMs, now));
+    const { lease } = orThrow(planClaimRun({ run, currentRunId: row?.header.currentRunId }, runId, owner, leaseMs, now, options.takeover));
     // Accepted: the run exists and is its session's current run.
     const claimed: RunRecord = { ...run!, epoch: lease.epoch, leaseOwner: lease.owner, leaseExpiresAt: lease.expiresAt };
     this.#runs.set(runId, claimed);
@@ -152,6 +155,15 @@ export class InMemoryStateStore implements StateStore, UsageStore {
       else this.#journals.set(entry.runId, [entry]);
     }
     return plan.entry;
+  }
+
+  async requestStop(runId: string, request: StopRequest): Promise<RunRecord | undefined> {
+    const run = this.#runs.get(runId);
+    const { write } = orThrow(planRequestStop({ run }, request));
+    if (!run || !write) return run;
+    const asked: RunRecord = { ...run, stopRequest: write };
+    this.#runs.set(runId, asked);
+    return asked;
   }
 
   /** The current run id of a run's session. */

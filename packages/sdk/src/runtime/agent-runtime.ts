@@ -10,9 +10,13 @@ import type { AgentResult } from './result.js';
 export interface ExecuteOptions<TState = unknown, TOutput = unknown> extends RunAttribution {
   /** Run in this session (a new one is created when absent); a second execute on a session starts a new turn and supersedes a run still going. */
   readonly sessionId?: string;
-  /** Execution-level hooks; they run after the agent's own hooks (and after `hookManager`'s). */
+  /**
+   * Execution-level hooks; they run after the agent's own hooks (and after `hookManager`'s). The children
+   * of this run's sub-agent calls run them too, after their own agent's hooks (a handler the child's agent
+   * already has runs once).
+   */
   readonly hooks?: AgentHooks<TState, TOutput>;
-  /** Execution-level hooks as a manager (e.g. from `composeHookManagers`). */
+  /** Execution-level hooks as a manager (e.g. from `composeHookManagers`); children run them too. */
   readonly hookManager?: HookManager<TState, TOutput>;
   /** Where model and tool usage is recorded; `handle.getUsageRollup()` reads it. Pass the state store itself (durable stores are usage stores too) to record usage atomically with each commit. */
   readonly usageStore?: UsageStore;
@@ -92,7 +96,7 @@ export type RetryOptions = RunCallOptions & {
 export interface RecoverOptions {
   /** The agents that may be recovered, by name (a run of an agent not listed is left alone). */
   readonly agents: readonly AgentConfig<unknown, unknown>[] | ReadonlyMap<string, AgentConfig<unknown, unknown>>;
-  /** Hooks for the recovered runs (after each agent's own hooks); hooks passed to the original execute() are not stored. */
+  /** Hooks for the recovered runs (after each agent's own hooks), and for the children they start; hooks passed to the original execute() are not stored. */
   readonly hooks?: AgentHooks;
   readonly hookManager?: HookManager;
   readonly usageStore?: UsageStore;

@@ -8,6 +8,8 @@ export type CrashPointName =
   | 'in_on_agent_start'
   | 'after_k2'
   | 'in_model_call'
+  /** Placed by a test inside a side-effecting tool, after its effect and before its result is recorded. */
+  | 'in_tool'
   | 'before_k3'
   | 'after_k3'
   | 'in_on_agent_complete'

@@ -4,6 +4,7 @@ import type { Message } from '../messages.js';
 import type { PendingCall } from '../store.js';
 import type { AuditHooks } from './hook-dispatch.js';
 import type { Logger } from './logger.js';
+import type { RunHost } from './run-host.js';
 
 /** Options of a {@link JSAgentExecutor}. */
 export interface JSAgentExecutorOptions {
@@ -25,8 +26,18 @@ export interface JSAgentExecutorOptions {
   readonly maxSubAgentDepth?: number;
   /** The most sub-agent calls one step may make (default 16): the extra calls get `subagent_fanout_exceeded`. */
   readonly maxSubAgentsPerStep?: number;
+  /**
+   * How long a recovered parent waits for a child that another process continues (default 30 minutes):
+   * then the child is asked to stop and the call fails with `subagent_timeout`.
+   */
+  readonly attachedSubAgentTimeoutMs?: number;
   /** How long a run's lease lasts without renewal (default 30 s); it is renewed every third of that. A process that dies is recovered once its leases expire. */
   readonly leaseMs?: number;
+  /**
+   * Where the loops of runs run (default: in this process, right after each entry). A durable-execution
+   * runtime (such as `@helix-agents/runtime-dbos`) supplies one; see docs/runtime-seam.md.
+   */
+  readonly host?: RunHost;
 }
 
 /** Rows that cancel the calls a suspended run was waiting on (every tool call keeps a result). */

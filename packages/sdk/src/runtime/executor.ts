@@ -16,7 +16,7 @@ import type { AgentResult } from './result.js';
 import { resumeAnswers } from './resume-answers.js';
 import { attachedHandle } from './attached-handle.js';
 import { checkSessionId } from './session-id.js';
-import { RunLauncher, type RunStartedInfo } from './run-entry.js';
+import { RunLauncher, type BeginSpec, type RunStartedInfo } from './run-entry.js';
 import type { ChildStart } from './run-setup.js';
 
 export type { RunStartedInfo } from './run-entry.js';
@@ -33,6 +33,7 @@ export class JSAgentExecutor implements AgentRuntime {
   readonly #agents = new Map<string, AgentConfig<unknown, unknown>>();
   readonly #signer: ApprovalSigner | undefined;
   readonly #generateId: (kind: 'run' | 'turn' | 'session') => string;
+  readonly #attachTimeoutMs: number;
   /** This process's name on leases. */
   readonly instanceId: string;
   readonly leaseMs: number;
@@ -47,6 +48,7 @@ export class JSAgentExecutor implements AgentRuntime {
     this.#generateId = options.generateId ?? (() => randomUUID());
     this.instanceId = options.instanceId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.leaseMs = options.leaseMs ?? 30_000;
+    this.#attachTimeoutMs = options.attachedSubAgentTimeoutMs ?? 30 * 60_000;
     this.#signer = options.approvalSecret === undefined ? undefined : new ApprovalSigner(options.approvalSecret);
     this.#launcher = new RunLauncher({
       stateStore,
@@ -58,6 +60,7 @@ export class JSAgentExecutor implements AgentRuntime {
       generateId: this.#generateId,
       instanceId: this.instanceId,
       leaseMs: this.leaseMs,
+      ...(options.host === undefined ? {} : { host: options.host }),
       children: { maxDepth: options.maxSubAgentDepth ?? 5, maxPerStep: options.maxSubAgentsPerStep ?? 16, start: (agent, input, child) => this.#startChild(agent, input, child) },
     });
     for (const agent of options.agents ?? []) this.registerAgent(agent);
@@ -72,11 +75,11 @@ export class JSAgentExecutor implements AgentRuntime {
     input: string,
     options: ExecuteOptions<NoInfer<TState>, NoInfer<TOutput>> = {},
   ): Promise<AgentHandle<TState, TOutput>> {
-    return (await this.#newTurn(agent as unknown as AgentConfig<unknown, unknown>, input, options as ExecuteOptions, 0)) as AgentHandle<TState, TOutput>;
+    return (await this.#newTurn(agent as unknown as AgentConfig<unknown, unknown>, input, options as ExecuteOptions)) as AgentHandle<TState, TOutput>;
   }
 
-  /** A new turn on a new or existing session, at `depth` in a tree of sub-agents. */
-  async #newTurn(agent: AgentConfig<unknown, unknown>, input: string, options: ExecuteOptions, depth: number): Promise<AgentHandle> {
+  /** A new turn on a new or existing session; a child's `lineage` places it in its tree of sub-agents. */
+  async #newTurn(agent: AgentConfig<unknown, unknown>, input: string, options: ExecuteOptions, lineage: Pick<BeginSpec, 'depth' | 'parentToolCallId'> = {}): Promise<AgentHandle> {
     if (typeof input !== 'string') {
       throw new AgentError('run_invalid_input', `execute() takes the user's input as a string, got ${typeof input}.`);
     }
@@ -109,7 +112,7 @@ export class JSAgentExecutor implements AgentRuntime {
       // The session must still be suspended at K1 when this turn cancels its pending calls.
       ...(leadingRows.length > 0 && suspendedRun ? { expect: { currentRunId: suspendedRun.runId, status: 'suspended' as const } } : {}),
       ...(options.parentSessionId === undefined ? {} : { parentSessionId: options.parentSessionId }),
-      ...(depth > 0 ? { depth } : {}),
+      ...lineage,
       start: {},
     });
   }
@@ -125,15 +128,23 @@ export class JSAgentExecutor implements AgentRuntime {
     if (existing?.currentRunId !== undefined) {
       const live = this.#launcher.live(child.sessionId);
       if (live) return live;
-      return attachedHandle(this.stateStore, this.streamManager, existing.sessionId, existing.currentRunId);
+      // Its process sees a stop request at its next lease renewal, so a stop lands within a lease.
+      const wait = { timeoutMs: this.#attachTimeoutMs, stopWaitMs: this.leaseMs, logger: this.#logger, ...(child.usageStore ? { usageStore: child.usageStore } : {}) };
+      return attachedHandle(this.stateStore, this.streamManager, existing.sessionId, existing.currentRunId, wait);
     }
-    return this.#newTurn(agent, input, { sessionId: child.sessionId, parentSessionId: child.parentSessionId, ...child.attribution, ...(child.usageStore ? { usageStore: child.usageStore } : {}) }, child.depth);
+    const options: ExecuteOptions = { sessionId: child.sessionId, parentSessionId: child.parentSessionId, ...child.attribution, ...(child.usageStore ? { usageStore: child.usageStore } : {}), ...(child.executionHooks ? { hookManager: child.executionHooks } : {}) };
+    return this.#newTurn(agent, input, options, { depth: child.depth, parentToolCallId: child.parentToolCallId });
   }
 
   /** Adds an agent to the registry that resume(), retry(), send() and recover() look sessions' agents up in. execute() registers its agent. */
   registerAgent(agent: AgentConfig<unknown, unknown>): this {
     this.#agents.set(agent.name, agent);
     return this;
+  }
+
+  /** The registered agent named `agentType`, or undefined. */
+  registeredAgent(agentType: string): AgentConfig<unknown, unknown> | undefined {
+    return this.#agents.get(agentType);
   }
 
   /** A chat send: a new turn on an existing session, with the session's (registered) agent. */

@@ -35,6 +35,7 @@ export class HookCallContext implements HookContext<unknown, unknown> {
   readonly agentType: string;
   readonly streamId: string;
   readonly parentSessionId?: string;
+  readonly parentToolCallId?: string;
   readonly userId?: string;
   readonly tags?: readonly string[];
   readonly metadata?: Readonly<Record<string, string>>;
@@ -57,6 +58,7 @@ export class HookCallContext implements HookContext<unknown, unknown> {
     this.attempt = s.epoch;
     this.idempotencyKey = `${s.runId}:${host.stepCount}:${scope.callId ?? '-'}:${point}`;
     if (s.parentSessionId !== undefined) this.parentSessionId = s.parentSessionId;
+    if (s.parentToolCallId !== undefined) this.parentToolCallId = s.parentToolCallId;
     if (s.userId !== undefined) this.userId = s.userId;
     if (s.tags !== undefined) this.tags = s.tags;
     if (s.metadata !== undefined) this.metadata = s.metadata;

@@ -1,11 +1,12 @@
-import { RunSupersededError } from '../errors.js';
+import { RunInterruptedError, RunSupersededError } from '../errors.js';
 import type { RunLease, StateStore } from '../store.js';
 import type { Logger } from './logger.js';
 
 /**
  * Renews a run's lease every third of its length. A refused renewal means another process took over the
- * run: the run is aborted with that supersede (it fires onAgentSuperseded and writes nothing more).
- * Returns the function that stops renewing.
+ * run: the run is aborted with that supersede (it fires onAgentSuperseded and writes nothing more). A
+ * renewal that carries a stop request (another process asked through the store) stops the run as
+ * `handle.stop()` does. Returns the function that stops renewing.
  */
 export function keepLease(store: StateStore, lease: RunLease, leaseMs: number, abort: AbortController, logger: Logger): () => void {
   let epoch = lease.epoch;
@@ -13,6 +14,7 @@ export function keepLease(store: StateStore, lease: RunLease, leaseMs: number, a
     store.renewLease(lease.runId, epoch, leaseMs, Date.now()).then(
       (renewed) => {
         epoch = renewed.epoch;
+        if (renewed.stopRequest !== undefined && !abort.signal.aborted) abort.abort(new RunInterruptedError(renewed.stopRequest.reason));
       },
       (error: unknown) => {
         if (RunSupersededError.isInstance(error)) {

@@ -1,6 +1,6 @@
 import type { AgentConfig } from '../define.js';
 import { AgentError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
-import { HookManager, type HookObject } from '../hooks/manager.js';
+import { HookManager, type HookEntry, type HookObject } from '../hooks/manager.js';
 import type { AgentHooks } from '../hooks/types.js';
 import type { LLMAdapter } from '../llm.js';
 import type { Message } from '../messages.js';
@@ -17,6 +17,8 @@ import { runLoop } from './run-loop.js';
 import type { ChildRunner, RunSetup } from './run-setup.js';
 import type { RunStart } from './run-start.js';
 import { Run, type RunOrigin } from './run.js';
+import { PacedRecorder, type Pacer } from './pacer.js';
+import type { RunHost } from './run-host.js';
 import { JournalStepRecorder } from './step-recorder.js';
 
 /** A run that just passed its entry (what {@link RunLauncher.onRun} listeners receive). */
@@ -42,6 +44,8 @@ export interface BeginSpec {
   readonly initialState?: unknown;
   readonly newTurn?: boolean;
   readonly parentSessionId?: string;
+  /** For a child run: the parent's tool call that started it. */
+  readonly parentToolCallId?: string;
   /** The depth of a child run in its tree of sub-agents (0 or absent for a root run). */
   readonly depth?: number;
   readonly restoreCheckpointId?: string;
@@ -64,6 +68,8 @@ export interface LauncherConfig {
   readonly leaseMs: number;
   /** Starts the child runs of sub-agent calls. */
   readonly children?: ChildRunner;
+  /** Where loops run (absent: in this process, right after the entry). */
+  readonly host?: RunHost;
 }
 
 const EMPTY_MANAGER = new HookManager<unknown, unknown>();
@@ -76,6 +82,7 @@ function runOptionsRecord(spec: BeginSpec, options: RunCallOptions): RunOptionsR
     ...(options.tags === undefined ? {} : { tags: options.tags }),
     ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
     ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
+    ...(spec.parentToolCallId === undefined ? {} : { parentToolCallId: spec.parentToolCallId }),
     ...(spec.depth ? { depth: spec.depth } : {}),
     ...(spec.previousRunId === undefined ? {} : { previousRunId: spec.previousRunId }),
     ...(spec.restoreCheckpointId === undefined ? {} : { restoredCheckpointId: spec.restoreCheckpointId }),
@@ -91,6 +98,16 @@ async function rollupWithChildren(own: UsageRollup, children: readonly AgentHand
     if (rollup) parts.push({ sessionId: child.sessionId, runId: child.runId, rollup });
   }
   return mergeRollups(own, parts);
+}
+
+/** A run's execution-level hooks as one manager (its children inherit them), or nothing when it has none. */
+function executionHooks(options: Pick<RunCallOptions, 'hooks' | 'hookManager'>): { executionHooks?: HookManager<unknown, unknown> } {
+  return options.hooks || options.hookManager ? { executionHooks: new HookManager<unknown, unknown>(options.hookManager, options.hooks) } : {};
+}
+
+/** The same handler twice: the same function, or the same class-based hook at the same point. */
+function sameHandler(a: HookEntry, b: HookEntry): boolean {
+  return a.handler === b.handler || (a.owner !== undefined && a.owner === b.owner);
 }
 
 /** The user's text among a turn's input rows (empty when there is none). */
@@ -113,6 +130,7 @@ export class RunLauncher {
 
   constructor(config: LauncherConfig) {
     this.#config = config;
+    config.host?.bind(this);
   }
 
   /** The run this process is running on `sessionId`, if any. */
@@ -120,16 +138,24 @@ export class RunLauncher {
     return this.#live.get(sessionId);
   }
 
-  /** Begins a run: K1 (which may open a turn or restore a checkpoint), the stream claim and run_started, then the loop. */
+  /** Begins a run: K1 (which may open a turn or restore a checkpoint), the stream claim and run_started, then the loop (on the host, when there is one). */
   async begin(agent: AgentConfig<unknown, unknown>, sessionId: string, options: RunCallOptions, spec: BeginSpec): Promise<AgentHandle> {
+    const runId = this.#config.generateId('run');
+    const host = this.#config.host;
+    if (host) return host.begin({ runId, sessionId, agent, options, spec, enter: (pacer) => this.beginHere(agent, sessionId, options, spec, runId, pacer) });
+    return this.beginHere(agent, sessionId, options, spec, runId, undefined);
+  }
+
+  /** The entry of run `runId` in this process, then its loop: at once, or held by `pacer` (for a host). */
+  async beginHere(agent: AgentConfig<unknown, unknown>, sessionId: string, options: RunCallOptions, spec: BeginSpec, runId: string, pacer: Pacer | undefined): Promise<AgentHandle> {
     const c = this.#config;
     const hooks = this.hooksFor(agent, options.hooks, options.hookManager);
     await this.warmUp(hooks);
-    const runId = c.generateId('run');
     const turnId = c.generateId('turn');
     const startedAt = Date.now();
     const input = spec.input ?? '';
     const inputMessages: readonly Message[] = spec.newTurn ? [...(spec.leadingRows ?? []), { role: 'user', content: input }] : [];
+    const record = runOptionsRecord(spec, options);
     const begun = await c.stateStore.beginRun({
       sessionId,
       runId,
@@ -143,13 +169,12 @@ export class RunLauncher {
       startedAt,
       leaseOwner: c.instanceId,
       leaseMs: c.leaseMs,
-      options: runOptionsRecord(spec, options),
+      options: record,
     });
     crashPoint('after_k1');
     const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input);
     const turn = begun.session.turn;
-    const attribution = { ...options, ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }), ...(spec.depth ? { depth: spec.depth } : {}) };
-    const setup = this.#setup({ agent, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch }, attribution);
+    const setup = this.#setup({ agent, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch, ...executionHooks(options) }, record);
     return this.#launch(setup, begun.lease, { state: begun.session.state, messages: begun.session.messages, startedAt }, undefined, {
       ...spec.start,
       signal: spec.signal,
@@ -157,18 +182,20 @@ export class RunLauncher {
       inputMessages: spec.newTurn ? inputMessages : (turn?.input ?? []),
       turnStartCommitted: spec.newTurn ? false : turn?.startCommitted === true,
       signalFired: false,
-    }, options.abortSignal);
+    }, options.abortSignal, pacer);
   }
 
-  /** Continues a run this process claimed for recovery, from its last commit, replaying its journal. */
-  async continueClaimed(agent: AgentConfig<unknown, unknown>, claimed: ClaimedRun, hookSources: Pick<RunCallOptions, 'hooks' | 'hookManager' | 'usageStore'>): Promise<AgentHandle> {
+  /** Continues a run this process claimed for recovery, from its last commit, replaying its journal (held by `pacer`, for a host). */
+  async continueClaimed(agent: AgentConfig<unknown, unknown>, claimed: ClaimedRun, hookSources: Pick<RunCallOptions, 'hooks' | 'hookManager' | 'usageStore'>, pacer?: Pacer): Promise<AgentHandle> {
     const { session, run, lease, journal } = claimed;
     const hooks = this.hooksFor(agent, hookSources.hooks, hookSources.hookManager);
     await this.warmUp(hooks);
     const turn = session.turn;
     const input = turnInput(turn?.input) || (run.options.input ?? '');
     const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, run.signal, input);
-    const setup = this.#setup({ agent, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch }, run.options);
+    const setup = this.#setup({ agent, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch, ...executionHooks(hookSources) }, run.options);
+    // Another process asked for this run to stop while nobody ran it: it stops at once.
+    if (run.stopRequest !== undefined) setup.abort.abort(new RunInterruptedError(run.stopRequest.reason));
     return this.#launch(setup, lease, { state: session.state, messages: session.messages, startedAt: run.startedAt, stepCount: run.stepCount }, journal, {
       ...((run.options.start ?? {}) as RecordedStart),
       signal: run.signal,
@@ -178,7 +205,7 @@ export class RunLauncher {
       // A committed step means the signal fired; a marker in the journal says the same (the recorder knows).
       signalFired: run.stepCount > 0,
       ...(run.output === undefined ? {} : { committedOutput: { value: run.output } }),
-    }, undefined);
+    }, undefined, pacer);
   }
 
   /** Calls `listener` for every run started or recovered here, right after its entry; returns the function that removes it. */
@@ -187,9 +214,20 @@ export class RunLauncher {
     return () => this.#listeners.delete(listener);
   }
 
-  /** Agent hooks first, then the execution's manager, then its hooks; cached per agent when there are no execution hooks. */
+  /**
+   * Agent hooks first, then the execution's manager, then its hooks; cached per agent when there are no
+   * execution hooks. An execution-level handler the agent already registers at the same point (the same
+   * function, or the same class-based hook) is not run a second time: a child that inherits its parent's
+   * execution-level hooks and has them on its own agent too runs them once.
+   */
   hooksFor(agent: AgentConfig<unknown, unknown>, hooks: AgentHooks | undefined, hookManager: HookManager | undefined): HookManager<unknown, unknown> {
-    if (hooks || hookManager) return new HookManager<unknown, unknown>(agent.hooks, hookManager, hooks);
+    const own = this.#agentManager(agent);
+    if (!hooks && !hookManager) return own;
+    const execution = new HookManager<unknown, unknown>(hookManager, hooks);
+    return new HookManager<unknown, unknown>(own, own.size === 0 ? execution : execution.filter((entry) => !own.entries(entry.point).some((o) => sameHandler(o, entry))));
+  }
+
+  #agentManager(agent: AgentConfig<unknown, unknown>): HookManager<unknown, unknown> {
     if (!agent.hooks) return EMPTY_MANAGER;
     let cached = this.#agentHooks.get(agent);
     if (!cached) {
@@ -215,7 +253,10 @@ export class RunLauncher {
     for (const object of objects) await object.close?.();
   }
 
-  #setup(own: Pick<RunSetup, 'agent' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch'>, who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId' | 'depth'>): RunSetup {
+  #setup(
+    own: Pick<RunSetup, 'agent' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch' | 'executionHooks'>,
+    who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId' | 'parentToolCallId' | 'depth'>,
+  ): RunSetup {
     const c = this.#config;
     return {
       ...own,
@@ -228,6 +269,7 @@ export class RunLauncher {
       depth: who.depth ?? 0,
       ...(c.children === undefined ? {} : { children: c.children }),
       ...(who.parentSessionId === undefined ? {} : { parentSessionId: who.parentSessionId }),
+      ...(who.parentToolCallId === undefined ? {} : { parentToolCallId: who.parentToolCallId }),
       ...(who.userId === undefined ? {} : { userId: who.userId }),
       ...(who.tags === undefined ? {} : { tags: who.tags }),
       ...(who.metadata === undefined ? {} : { metadata: who.metadata }),
@@ -266,23 +308,28 @@ export class RunLauncher {
     }
   }
 
-  #launch(setup: RunSetup, lease: RunLease, origin: RunOrigin, journal: ClaimedRun['journal'] | undefined, start: RunStart, abortSignal: AbortSignal | undefined): AgentHandle {
+  #launch(setup: RunSetup, lease: RunLease, origin: RunOrigin, journal: ClaimedRun['journal'] | undefined, start: RunStart, abortSignal: AbortSignal | undefined, pacer: Pacer | undefined): AgentHandle {
     const c = this.#config;
     const { abort, runId, sessionId } = setup;
     if (abortSignal) {
       if (abortSignal.aborted) abort.abort(new RunInterruptedError());
       else abortSignal.addEventListener('abort', () => abort.abort(new RunInterruptedError()), { once: true });
     }
-    const run = new Run(setup, origin, new JournalStepRecorder(c.stateStore, { runId, epoch: setup.epoch }, journal ?? []));
+    const journaled = new JournalStepRecorder(c.stateStore, { runId, epoch: setup.epoch }, journal ?? []);
+    const run = new Run(setup, origin, pacer ? new PacedRecorder(journaled, pacer) : journaled);
     this.#announce({ sessionId, runId, streamId: setup.streamId, startSeq: setup.writer.startSeq, agentType: setup.agent.name, recovered: journal !== undefined, ...(setup.parentSessionId === undefined ? {} : { parentSessionId: setup.parentSessionId }) });
     const stopLease = keepLease(c.stateStore, lease, c.leaseMs, abort, c.logger);
-    const done = runLoop(run, c.llmAdapter, start)
+    const looped = pacer ? pacer.started().then(() => runLoop(run, c.llmAdapter, start)) : runLoop(run, c.llmAdapter, start);
+    const done = looped
       .catch((error: unknown): AgentResult => {
         // The loop handles every ending itself; reaching this is a bug, reported rather than lost.
         c.logger.error(`run ${runId} crashed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
         return run.result('failed', { error: AgentError.isInstance(error) ? error.info : new AgentError('run_internal_error', String(error)).info });
       })
-      .finally(stopLease);
+      .finally(() => {
+        stopLease();
+        pacer?.end();
+      });
     const stop = async (reason?: string): Promise<AgentResult> => {
       if (!abort.signal.aborted) abort.abort(new RunInterruptedError(reason ?? 'The run was interrupted.'));
       return done;

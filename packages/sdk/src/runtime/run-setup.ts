@@ -23,6 +23,13 @@ export interface RunSetup extends RunAttribution {
   /** The run's lease generation: commits are fenced by it. */
   readonly epoch: number;
   readonly parentSessionId?: string;
+  /** For a sub-agent's run: the parent's tool call that started it. */
+  readonly parentToolCallId?: string;
+  /**
+   * The run's execution-level hooks (those of `execute()`, `resume()`, `recover()`, ... as opposed to the
+   * agent's own): its children run with them too, after their own agent's hooks.
+   */
+  readonly executionHooks?: HookManager<unknown, unknown>;
   readonly abort: AbortController;
   readonly strictTerminalHooks: boolean;
   /** Which hook invocations write a `hook_decision` chunk. */
@@ -37,10 +44,14 @@ export interface RunSetup extends RunAttribution {
 export interface ChildStart {
   readonly sessionId: string;
   readonly parentSessionId: string;
+  /** The parent's tool call that starts the child. */
+  readonly parentToolCallId: string;
   readonly depth: number;
   readonly attribution: RunAttribution;
   /** Where the child's usage goes (the parent's usage store). */
   readonly usageStore?: UsageStore;
+  /** The parent's execution-level hooks: the child runs them after its own agent's hooks. */
+  readonly executionHooks?: HookManager<unknown, unknown>;
 }
 
 /** The runtime's side of sub-agent calls: start a child run, or re-attach to the one a recovered parent spawned. */

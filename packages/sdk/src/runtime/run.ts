@@ -158,9 +158,12 @@ export class Run implements HookHost {
       committedAt: Date.now(),
     });
     this.work.committed();
-    if (fields.kind === 'step' && fields.stepIndex !== undefined) this.recorder.stepCommitted(fields.stepIndex);
     if (atomicUsage) this.books.takeUsage();
     else await this.flushUsage();
+    if (fields.kind === 'step' && fields.stepIndex !== undefined) {
+      const held = this.recorder.stepCommitted(fields.stepIndex);
+      if (held) await held;
+    }
   }
 
   /** Hands buffered usage to the usage store (after the commit of the work it belongs to). */

@@ -48,8 +48,12 @@ export interface StepRecorder {
   replay<T>(key: StepKey, schema: z.ZodType<T>): Promise<Exclude<StepOutcome<T>, { status: 'ran' }> | undefined>;
   /** Replays `key` when it was recorded; otherwise runs `run` and records its value. */
   replayOrRun<T>(key: StepKey, schema: z.ZodType<T>, run: () => Promise<T>, options?: RecordOptions<T>): Promise<StepOutcome<T>>;
-  /** The step's commit landed: its records are no longer needed. */
-  stepCommitted(step: number): void;
+  /**
+   * The step's commit landed: its records are no longer needed. A recorder may return a promise to hold
+   * the loop there (a durable engine ends one of its own steps at each commit and lets the loop go on when
+   * it starts the next); runtime-js returns nothing.
+   */
+  stepCommitted(step: number): void | Promise<void>;
   /** Whether a process that died already recorded this key (any kind of record). */
   has(key: StepKey): boolean;
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { FINISH_TOOL_NAME, type ToolDefinition } from '../define.js';
-import { RunSupersededError, ToolError, type AgentError, type AgentErrorInfo } from '../errors.js';
+import { agentErrorFromInfo, RunSupersededError, ToolError, type AgentError, type AgentErrorInfo } from '../errors.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
 import type { StreamChunkInput } from '../stream.js';
 import type { PendingCall } from '../store.js';
@@ -173,7 +173,9 @@ export async function executeCall(run: Run, tool: ToolDefinition, call: ToolCall
         ranNow = ran;
         return ran.record;
       },
-      { atMostOnce: true },
+      // A sub-agent call is not at-most-once: its child is keyed by the call (a derived session, an
+      // idempotency key), so a recovered parent runs the call again and re-attaches to the same child.
+      { atMostOnce: tool.subAgent === undefined },
     );
     if (outcome.status === 'interrupted') return (await fromRecorder(run, tool, call, step)) ?? { call, stopped: false };
     if (outcome.status === 'replayed') return replayCall(run, call, tool, outcome.value);
@@ -230,6 +232,8 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
     }
     // The stop ended this call: its result is not recorded and its writes are discarded.
     if (run.signal.aborted) return cancelCall(run, tool, call, scope);
+    // A tool that throws a tool-layer error (an MCP tool's mcp_timeout, say) keeps its code and message.
+    if (ToolError.isInstance(thrown)) return { result: undefined, error: agentErrorFromInfo({ ...thrown.info, details: { tool: tool.name, ...thrown.info.details } }, thrown) };
     const message = thrown instanceof Error ? thrown.message : String(thrown);
     return { result: undefined, error: new ToolError('tool_failed', `Tool "${tool.name}" failed: ${message}`, { details: { tool: tool.name }, cause: thrown }) };
   }

@@ -425,6 +425,13 @@ describe('session rules: leases, claims and the journal', () => {
     expect(why(planClaimRun({ run: fence, currentRunId: 'r1' }, 'r1', 'p2', 1, T0 + 999))).toBe('Run r1 cannot be claimed: its lease has not expired.');
   });
 
+  it('a takeover claim does not wait for the lease to expire, but still refuses a run that is not running or not current, and raises the epoch', () => {
+    const why = (decision: Decision<unknown>) => refused(decision, 'not_recoverable', 'state_run_not_recoverable').error.message;
+    expect(ok(planClaimRun({ run: fence, currentRunId: 'r1' }, 'r1', 'p2', 2_000, T0 + 10, true)).lease).toEqual({ runId: 'r1', epoch: 2, owner: 'p2', expiresAt: T0 + 2_010 });
+    expect(why(planClaimRun({ run: { ...fence, status: 'completed' }, currentRunId: 'r1' }, 'r1', 'p2', 1, T0, true))).toBe('Run r1 cannot be claimed: it is completed.');
+    expect(why(planClaimRun({ run: fence, currentRunId: 'r2' }, 'r1', 'p2', 1, T0, true))).toBe('Run r1 cannot be claimed: another run took over its session.');
+  });
+
   it('a claimed run fences out the old epoch', () => {
     const { lease } = ok(planClaimRun({ run: fence, currentRunId: 'r1' }, 'r1', 'p2', 2_000, T0 + 1_000));
     const claimed = { ...running(), epoch: lease.epoch };

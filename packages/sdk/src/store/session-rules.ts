@@ -9,8 +9,8 @@
  *
  * The transitions: {@link planBeginRun} (K1, with the `expect` precondition, a rewind to a checkpoint or
  * genesis, and superseding the running previous run), {@link planCommit} (K2 turn start, K3 step, K4
- * suspension, K5 terminal, and the resume commit), {@link planRenewLease}, {@link planClaimRun} and
- * {@link planJournalAppend}; {@link checkFence} is the run fence they share.
+ * suspension, K5 terminal, and the resume commit), {@link planRenewLease}, {@link planClaimRun},
+ * {@link planRequestStop} and {@link planJournalAppend}; {@link checkFence} is the run fence they share.
  */
 import { AgentError, RunSupersededError, StateCommitError } from '../errors.js';
 import type { AgentErrorInfo } from '../errors.js';
@@ -25,6 +25,7 @@ import type {
   RunRecord,
   RunStatus,
   SessionSnapshot,
+  StopRequest,
   SuspensionRecord,
   TurnRecord,
 } from '../store.js';
@@ -80,6 +81,8 @@ export interface RunHeader {
   readonly committedSteps: StepSet;
   readonly leaseOwner: string;
   readonly leaseExpiresAt: number;
+  /** A stop another process asked for (the holder of the lease learns it at its next renewal). */
+  readonly stopRequest?: StopRequest;
 }
 
 /** The run fence: a write must come from the session's current run, at its epoch, while it runs. */
@@ -549,6 +552,7 @@ export function applyRunChange(record: RunRecord, run: Pick<CommittingRun, 'step
     leaseExpiresAt: record.leaseExpiresAt,
     options: record.options,
     ...(suspension === undefined ? {} : { suspension }),
+    ...(record.stopRequest === undefined ? {} : { stopRequest: record.stopRequest }),
   };
 }
 
@@ -564,7 +568,7 @@ export function keptJournal(entries: readonly JournalEntry[], drop: JournalDrop 
 /** What {@link planRenewLease} reads. */
 export interface RenewLeaseInput {
   /** The run, as stored (undefined when it was never begun). */
-  readonly run: Pick<RunHeader, 'runId' | 'sessionId' | 'status' | 'epoch' | 'leaseOwner'> | undefined;
+  readonly run: Pick<RunHeader, 'runId' | 'sessionId' | 'status' | 'epoch' | 'leaseOwner' | 'stopRequest'> | undefined;
   /** The current run id of the run's session. */
   readonly currentRunId: string | undefined;
 }
@@ -574,13 +578,34 @@ export interface RenewLeasePlan {
   readonly lease: RunLease;
 }
 
-/** Extends the lease of a running run to `now + leaseMs`. Refusals: a run never begun, the run fence. */
+/** Extends the lease of a running run to `now + leaseMs`, with the stop request when one was made. Refusals: a run never begun, the run fence. */
 export function planRenewLease(input: RenewLeaseInput, runId: string, epoch: number, leaseMs: number, now: number): Decision<RenewLeasePlan> {
   const { run } = input;
   if (!run) return noRun(runId);
   const fenced = checkFence({ sessionId: run.sessionId, currentRunId: input.currentRunId, run }, runId, epoch);
   if (fenced) return fenced;
-  return { ok: true, lease: { runId, epoch, owner: run.leaseOwner, expiresAt: now + leaseMs } };
+  return { ok: true, lease: { runId, epoch, owner: run.leaseOwner, expiresAt: now + leaseMs, ...(run.stopRequest === undefined ? {} : { stopRequest: run.stopRequest }) } };
+}
+
+/** What {@link planRequestStop} reads. */
+export interface RequestStopInput {
+  /** The run, as stored (undefined when it does not exist). */
+  readonly run: Pick<RunHeader, 'status' | 'stopRequest'> | undefined;
+}
+
+/** What a stop request writes: the request to record on the run, or nothing (no run, not running, or asked before). */
+export interface RequestStopPlan {
+  readonly write: StopRequest | undefined;
+}
+
+/**
+ * Records a request to stop a running run. Not fenced: any process may ask. The first request is kept;
+ * a run that is not running (or does not exist) is left as it is. Never refuses.
+ */
+export function planRequestStop(input: RequestStopInput, request: StopRequest): Decision<RequestStopPlan> {
+  const { run } = input;
+  const write = run && run.status === 'running' && run.stopRequest === undefined ? { reason: request.reason.slice(0, 1_000), requestedAt: request.requestedAt } : undefined;
+  return { ok: true, write };
 }
 
 /** What {@link planClaimRun} reads. */
@@ -598,10 +623,10 @@ export interface ClaimRunPlan {
 
 /**
  * Takes over a run whose process died: it must exist, be running, be its session's current run, and its
- * lease must have expired by `now` (else `state_run_not_recoverable`). The epoch goes up by one, which
- * fences out every write of the old epoch.
+ * lease must have expired by `now` (else `state_run_not_recoverable`), unless `takeover` says the caller
+ * knows the holder is gone. The epoch goes up by one, which fences out every write of the old epoch.
  */
-export function planClaimRun(input: ClaimRunInput, runId: string, owner: string, leaseMs: number, now: number): Decision<ClaimRunPlan> {
+export function planClaimRun(input: ClaimRunInput, runId: string, owner: string, leaseMs: number, now: number, takeover = false): Decision<ClaimRunPlan> {
   const { run } = input;
   if (!run) return notRecoverable(runId, 'it does not exist');
   const why =
@@ -609,7 +634,7 @@ export function planClaimRun(input: ClaimRunInput, runId: string, owner: string,
       ? `it is ${run.status}`
       : input.currentRunId !== runId
         ? 'another run took over its session'
-        : run.leaseExpiresAt > now
+        : run.leaseExpiresAt > now && !takeover
           ? 'its lease has not expired'
           : undefined;
   if (why !== undefined) return notRecoverable(runId, why);

@@ -34,6 +34,11 @@ export interface JSRuntimeFactoryOptions {
   readonly executor?: Omit<JSAgentExecutorOptions, 'leaseMs'>;
   /** The capabilities to offer (default: all of them). */
   readonly capabilities?: readonly RuntimeCapability[];
+  /**
+   * Makes the executor under test (default: a `JSAgentExecutor`). A runtime built on runtime-js's loop
+   * (one that supplies a `host`, such as runtime-dbos) passes its own subclass here.
+   */
+  readonly createExecutor?: (stateStore: StateStore, streamManager: StreamManager, llmAdapter: LLMAdapter, options: JSAgentExecutorOptions) => JSAgentExecutor;
 }
 
 /** The lease of runs in scenarios that take a lease over (renewed every third of it). */
@@ -104,7 +109,9 @@ export function jsRuntimeFactory(options: JSRuntimeFactoryOptions): RuntimeFacto
       ...options.executor,
       ...(needs.capabilities.includes('leaseLoss') ? { leaseMs: SHORT_LEASE_MS } : {}),
     };
-    const executor = new JSAgentExecutor(stateStore, streamManager, options.llmAdapter, executorOptions);
+    const executor = options.createExecutor
+      ? options.createExecutor(stateStore, streamManager, options.llmAdapter, executorOptions)
+      : new JSAgentExecutor(stateStore, streamManager, options.llmAdapter, executorOptions);
     const doomed: JSAgentExecutor[] = [];
 
     const leases: LeaseControl = {
