@@ -18,3 +18,5 @@ export type { PositionedUiChunk, UiMessageChunk, UiPosition } from './ui-chunks.
 export type { RunResultView, SessionDetails, UsageTotals } from './session-views.js';
 export { uiMessagesOf } from './ui-messages.js';
 export type { UiMessageView, UiPartView } from './ui-messages.js';
+export { HttpRemoteAgentClient } from './remote-client.js';
+export type { HttpRemoteAgentClientOptions } from './remote-client.js';

@@ -13,7 +13,7 @@ import type { HelixEnv } from './app.js';
 const id = z.string().max(200);
 const text = z.string();
 const attribution = { tags: z.array(z.string().max(100)).max(20).optional(), metadata: z.record(z.string().max(100), z.string().max(1000)).optional() };
-const startBody = z.strictObject({ agent: z.string().max(200).optional(), input: text, sessionId: id.optional(), initialState: z.unknown().optional(), ...attribution });
+const startBody = z.strictObject({ agent: z.string().max(200).optional(), input: text, sessionId: id.optional(), initialState: z.unknown().optional(), ifExists: z.enum(['new-turn', 'return']).optional(), ...attribution });
 const messageBody = z.strictObject({ message: text, ...attribution });
 const toolResult = z.strictObject({ toolCallId: id, result: z.unknown(), isError: z.boolean().optional() });
 const decision = z.strictObject({ toolCallId: id, decision: z.enum(['approve', 'reject']), input: z.unknown().optional(), reason: z.string().max(10_000).optional() });
@@ -69,9 +69,17 @@ export function nativeRoutes(app: Hono<HelixEnv>, ctx: HelixServerContext): void
     const userId = c.get('userId');
     const sessionId = b.sessionId === undefined ? randomUUID() : checkId(b.sessionId, 'session id');
     const input = checkMessageSize(b.input, ctx.limits.messageChars);
-    const session = await ctx.ownedOrNew(userId, sessionId);
-    const agent = session ? ctx.agentOfSession(session, b.agent) : ctx.agent(b.agent);
-    return started(c, await ctx.runtime.execute(agent, input, { ...opts(c, b), sessionId, ...(b.initialState === undefined ? {} : { initialState: b.initialState }) }));
+    const begin = async (): Promise<Response> => {
+      const session = await ctx.ownedOrNew(userId, sessionId);
+      const agent = session ? ctx.agentOfSession(session, b.agent) : ctx.agent(b.agent);
+      // ifExists: 'return' makes a start idempotent: the caller's existing session answers with its current run.
+      if (session?.currentRunId !== undefined && b.ifExists === 'return') {
+        const streamFrom = (await ctx.runStartSeq(sessionId, session.currentRunId)) ?? 0;
+        return c.json({ sessionId, runId: session.currentRunId, streamId: sessionId, streamFrom }, 200);
+      }
+      return started(c, await ctx.runtime.execute(agent, input, { ...opts(c, b), sessionId, ...(b.initialState === undefined ? {} : { initialState: b.initialState }) }));
+    };
+    return b.ifExists === 'return' ? ctx.serialized(`start:${sessionId}`, begin) : begin();
   });
 
   app.get('/api/sessions/:id', async (c) => c.json(await sessionDetails(ctx, await owned(c))));

@@ -41,6 +41,7 @@ export class HelixServerContext {
   readonly #defaultAgent: AgentConfig<unknown, unknown>;
   readonly #signApproval: ApprovalSigner | undefined;
   readonly #runStarts = new Map<string, number>();
+  readonly #queues = new Map<string, Promise<unknown>>();
 
   constructor(options: {
     runtime: AgentRuntime;
@@ -119,6 +120,19 @@ export class HelixServerContext {
       const pending = run.suspension?.pending.find((p) => p.toolCallId === d.toolCallId);
       return { ...d, signature: signer(sessionId, d.toolCallId, { runId: run.runId, decision: 'approve', input: d.input === undefined ? pending?.input : d.input }) };
     });
+  }
+
+  /** Runs `work` after every earlier `serialized(key, ...)` of this process has settled (per-session ordering). */
+  serialized<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.#queues.get(key) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(work);
+    this.#queues.set(key, next);
+    void next
+      .finally(() => {
+        if (this.#queues.get(key) === next) this.#queues.delete(key);
+      })
+      .catch(() => undefined);
+    return next;
   }
 
   /** The options every run the server starts gets: the caller as its user, and the usage store. */

@@ -43,6 +43,8 @@ export interface RunResultView {
   readonly state?: unknown;
   readonly stepCount: number;
   readonly suspension?: SuspensionRecord;
+  /** The run's usage, when the server has a usage store. */
+  readonly usage?: UsageRollup;
 }
 
 /** Reads a session for GET /api/sessions/:id (its stream once, for the runs and usage). */
@@ -112,6 +114,7 @@ export async function runResult(ctx: HelixServerContext, run: RunRecord, waitMs:
   const latest = (await ctx.runtime.getRun(run.runId)) ?? run;
   if (latest.status === 'running') return { status: 'running', sessionId: latest.sessionId, runId: latest.runId, stepCount: latest.stepCount };
   const state = endState ? endState.value : (await ctx.runtime.getSession(latest.sessionId))?.state;
+  const usage = ctx.usageStore ? await ctx.usageStore.getRollup({ runId: latest.runId }) : undefined;
   return {
     status: latest.status,
     sessionId: latest.sessionId,
@@ -121,5 +124,6 @@ export async function runResult(ctx: HelixServerContext, run: RunRecord, waitMs:
     state,
     stepCount: latest.stepCount,
     ...(latest.suspension === undefined ? {} : { suspension: latest.suspension }),
+    ...(usage === undefined ? {} : { usage }),
   };
 }
