@@ -23,7 +23,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(sdk store-memory llm-vercel store-sqlite store-postgres tracing-otel tracing-langfuse runtime-dbos mcp cli)
+packages=(sdk store-memory llm-vercel store-sqlite store-postgres tracing-otel tracing-langfuse runtime-dbos mcp cli server)
 started=$(date +%s)
 step() { echo "-- pack-check: $* ($(($(date +%s) - started)) s)"; }
 
@@ -145,9 +145,34 @@ server.registerTool('add', { description: 'Adds two numbers.', inputSchema: { a:
 await server.connect(new StdioServerTransport());
 EOF
 
+# The HTTP server: the UI message stream of one chat turn, over a real socket on 127.0.0.1.
+cat >"$app/server.js" <<'EOF'
+import { defineAgent, JSAgentExecutor, InMemoryStateStore, InMemoryStreamManager } from '@helix-agents/sdk';
+import { createScriptedModel } from '@helix-agents/sdk/testing';
+import { VercelAIAdapter } from '@helix-agents/llm-vercel';
+import { bearerAuth, createHelixApp, serve } from '@helix-agents/server';
+
+const runtime = new JSAgentExecutor(new InMemoryStateStore(), new InMemoryStreamManager(), new VercelAIAdapter());
+const agent = defineAgent({ name: 'greeter', llmConfig: { model: createScriptedModel([{ text: 'Hello from the server.' }]) } });
+const server = await serve(createHelixApp({ runtime, agents: [agent], auth: bearerAuth({ 'pack-check-token-000': 'u1' }) }), { port: 0 });
+try {
+  const response = await fetch(`${server.url}/api/chat`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer pack-check-token-000', 'content-type': 'application/json' },
+    body: JSON.stringify({ id: 'chat-1', messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'Hi' }] }] }),
+  });
+  const body = await response.text();
+  if (response.headers.get('x-vercel-ai-ui-message-stream') !== 'v1' || !body.includes('Hello from the server.') || !body.trimEnd().endsWith('data: [DONE]')) throw new Error(`server: ${response.status} ${body}`);
+  console.log('server ok: a UI message stream over HTTP');
+} finally {
+  await server.close();
+  await runtime.close();
+}
+EOF
+
 # require() of the ESM-only packages (Node 20.19+ loads ES modules synchronously through the "default" condition).
 cat >"$app/require.cjs" <<'EOF'
-const names = ['@helix-agents/sdk', '@helix-agents/sdk/testing', '@helix-agents/store-memory', '@helix-agents/llm-vercel', '@helix-agents/tracing-otel', '@helix-agents/mcp'];
+const names = ['@helix-agents/sdk', '@helix-agents/sdk/testing', '@helix-agents/store-memory', '@helix-agents/llm-vercel', '@helix-agents/tracing-otel', '@helix-agents/mcp', '@helix-agents/server'];
 for (const name of names) {
   const loaded = require(name);
   if (Object.keys(loaded).length === 0) throw new Error(`require('${name}') gave an empty module`);
@@ -172,6 +197,7 @@ import { createLangfuseHooks } from '@helix-agents/tracing-langfuse';
 import { runCli, type CliIO } from '@helix-agents/cli';
 import { DBOSAgentExecutor, launchDBOSWorker, type DBOSWorkerOptions } from '@helix-agents/runtime-dbos';
 import { connectMcpServer, MCP_ERROR_CODES, type McpConnection, type McpToolsOptions } from '@helix-agents/mcp';
+import { bearerAuth, createHelixApp, serve, type HelixAppOptions } from '@helix-agents/server';
 import { z } from 'zod';
 
 const add = defineTool({
@@ -193,8 +219,10 @@ const mcpOptions: McpToolsOptions = { include: ['add'], sideEffects: (tool) => t
 const mcpTools = (url: string): Promise<McpConnection> => connectMcpServer({ name: 'remote', transport: { url, headers: { authorization: 'Bearer x' } } });
 const mcpAgent = (connection: McpConnection) => connection.tools(mcpOptions).then((tools) => defineAgent({ name: 'mcp', llmConfig: { model: createScriptedModel(steps) }, tools }));
 const mcpCodes: string[] = Object.keys(MCP_ERROR_CODES);
-export { result, sqlite, hook, createToolGuard, openPostgresStores, createOtelHooks, createLangfuseHooks, runCli, workerOptions, onDBOS, launchDBOSWorker, mcpTools, mcpAgent, mcpCodes };
-export type { CliIO };
+const app = createHelixApp({ runtime: executor, agents: [agent], auth: bearerAuth({ 'a-token-of-16-chars': 'u1' }) });
+const served: Promise<{ url: string }> = serve(app, { port: 0 });
+export { result, sqlite, hook, createToolGuard, openPostgresStores, createOtelHooks, createLangfuseHooks, runCli, workerOptions, onDBOS, launchDBOSWorker, mcpTools, mcpAgent, mcpCodes, served };
+export type { CliIO, HelixAppOptions };
 EOF
 
 step "npm install (helix from the tarballs)"
@@ -217,6 +245,8 @@ done
 
 step "node agent.js"
 (cd "$app" && node agent.js "$work/agent.db")
+step "node server.js"
+(cd "$app" && node server.js)
 step "node require.cjs"
 (cd "$app" && node require.cjs)
 step "the packed helix CLI"

@@ -1,6 +1,6 @@
 import { createOpenAI, openai } from '@ai-sdk/openai';
 import type { LanguageModel } from '@helix-agents/sdk';
-import { createScriptedModel, type ScriptedStep } from '@helix-agents/sdk/testing';
+import { createScriptedModel, type ScriptedModelOptions, type ScriptedStep } from '@helix-agents/sdk/testing';
 
 /** Which model the examples run on, and why. */
 export interface ExampleModel {
@@ -12,9 +12,10 @@ export interface ExampleModel {
 /**
  * The model for an example: an OpenAI-compatible server when OPENAI_BASE_URL is set (e.g. a local
  * llama.cpp or vLLM server), OpenAI when OPENAI_API_KEY is set, otherwise the scripted model playing
- * `script`. OPENAI_MODEL picks the model id (default gpt-4o-mini).
+ * `script` (with `scripted` options, e.g. `{ loop: true }` for a server that answers forever). OPENAI_MODEL
+ * picks the model id (default gpt-4o-mini).
  */
-export function exampleModel(script: readonly ScriptedStep[], env: NodeJS.ProcessEnv = process.env): ExampleModel {
+export function exampleModel(script: readonly ScriptedStep[], env: NodeJS.ProcessEnv = process.env, scripted?: ScriptedModelOptions): ExampleModel {
   const modelId = env['OPENAI_MODEL'] ?? 'gpt-4o-mini';
   const baseURL = env['OPENAI_BASE_URL'];
   if (baseURL) {
@@ -23,7 +24,7 @@ export function exampleModel(script: readonly ScriptedStep[], env: NodeJS.Proces
   }
   if (env['OPENAI_API_KEY']) return { model: openai(modelId), description: `OpenAI ${modelId}`, scripted: false };
   return {
-    model: createScriptedModel(script),
+    model: createScriptedModel(script, scripted),
     description: 'the scripted model (set OPENAI_API_KEY, or OPENAI_BASE_URL for an OpenAI-compatible server, to use a real one)',
     scripted: true,
   };
