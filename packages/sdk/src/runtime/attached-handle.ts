@@ -20,7 +20,7 @@ export function attachedHandle(store: StateStore, streams: StreamManager, sessio
     runId,
     streamId: sessionId,
     result,
-    stream: () => followFromNow(store, streams, sessionId, runId),
+    stream: (options) => followFromNow(store, streams, sessionId, runId, options?.signal),
     getUsageRollup: async () => undefined,
     stop: result,
     interrupt: result,
@@ -48,10 +48,10 @@ async function waitForEnd(store: StateStore, sessionId: string, runId: string): 
   }
 }
 
-async function* followFromNow(store: StateStore, streams: StreamManager, sessionId: string, runId: string): AsyncIterable<StreamChunk> {
+async function* followFromNow(store: StateStore, streams: StreamManager, sessionId: string, runId: string, signal?: AbortSignal): AsyncIterable<StreamChunk> {
   const run = await store.getRun(runId);
   if (!run || run.status !== 'running') return;
   let last = -1;
   for await (const chunk of streams.read(sessionId, { follow: false })) last = chunk.seq;
-  yield* streams.read(sessionId, { fromSeq: last + 1, untilRunEnds: runId });
+  yield* streams.read(sessionId, { fromSeq: last + 1, untilRunEnds: runId, ...(signal ? { signal } : {}) });
 }

@@ -1,7 +1,7 @@
 import type { AgentConfig } from '../define.js';
 import { AgentError } from '../errors.js';
 import type { Message } from '../messages.js';
-import type { PendingCall } from '../store.js';
+import { GENESIS_CHECKPOINT, type PendingCall, type StateStore } from '../store.js';
 import type { AuditHooks } from './hook-dispatch.js';
 import type { Logger } from './logger.js';
 
@@ -37,3 +37,19 @@ export function cancelledRows(pending: readonly PendingCall[]): Message[] {
   });
 }
 
+
+/** A new session's state: `initialState` (default `{}`) checked by the agent's stateSchema, whose defaults apply. */
+export function initialStateOf(agent: AgentConfig<unknown, unknown>, initialState: unknown): unknown {
+  if (!agent.stateSchema) return initialState ?? {};
+  const parsed = agent.stateSchema.safeParse(initialState ?? {});
+  if (parsed.success) return parsed.data;
+  throw new AgentError('run_invalid_input', `The initial state does not match ${agent.name}'s stateSchema: ${parsed.error.message}`, {
+    details: { issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })) },
+  });
+}
+
+/** What a retry restores by default: the session's last step or turn-start checkpoint, else genesis. */
+export async function lastRestorable(store: StateStore, sessionId: string): Promise<string> {
+  const checkpoints = await store.listCheckpoints(sessionId);
+  return [...checkpoints].reverse().find((c) => c.kind !== 'state')?.checkpointId ?? GENESIS_CHECKPOINT;
+}

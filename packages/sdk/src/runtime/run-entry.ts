@@ -1,5 +1,5 @@
 import type { AgentConfig } from '../define.js';
-import { AgentError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
+import { AgentError, RunHandedOffError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
 import { HookManager, type HookObject } from '../hooks/manager.js';
 import type { AgentHooks } from '../hooks/types.js';
 import type { LLMAdapter } from '../llm.js';
@@ -64,6 +64,26 @@ export interface LauncherConfig {
   readonly leaseMs: number;
   /** Starts the child runs of sub-agent calls. */
   readonly children?: ChildRunner;
+  /** Told when a run of this launcher has ended here (before its handle's result resolves). */
+  readonly onEnded?: (ended: RunEndedInfo) => Promise<void>;
+}
+
+/** A run that ended in this process, as {@link LauncherConfig.onEnded} hears of it. */
+export interface RunEndedInfo {
+  readonly sessionId: string;
+  readonly parentSessionId?: string;
+  readonly result: AgentResult;
+}
+
+/** A run live in this process, as the executor's shutdown sees it. */
+export interface LiveRun {
+  readonly handle: AgentHandle;
+  /** How many of its sub-agent calls wait for their children right now. */
+  childWaits(): number;
+  /** Lets the run go: it stops without a terminal hook, its lease is released, and recover() elsewhere continues it. */
+  handOff(): Promise<AgentResult>;
+  /** True once another process took the run over (its lease was lost): nothing of it is this process's to hand off. */
+  lost(): boolean;
 }
 
 const EMPTY_MANAGER = new HookManager<unknown, unknown>();
@@ -109,7 +129,7 @@ export class RunLauncher {
   readonly #warmed = new Set<HookObject>();
   readonly #listeners = new Set<(info: RunStartedInfo) => void>();
   readonly #agentHooks = new WeakMap<object, HookManager<unknown, unknown>>();
-  readonly #live = new Map<string, AgentHandle>();
+  readonly #live = new Map<string, LiveRun>();
 
   constructor(config: LauncherConfig) {
     this.#config = config;
@@ -117,7 +137,12 @@ export class RunLauncher {
 
   /** The run this process is running on `sessionId`, if any. */
   live(sessionId: string): AgentHandle | undefined {
-    return this.#live.get(sessionId);
+    return this.#live.get(sessionId)?.handle;
+  }
+
+  /** Every run live in this process. */
+  liveRuns(): LiveRun[] {
+    return [...this.#live.values()];
   }
 
   /** Begins a run: K1 (which may open a turn or restore a checkpoint), the stream claim and run_started, then the loop. */
@@ -282,7 +307,8 @@ export class RunLauncher {
         c.logger.error(`run ${runId} crashed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
         return run.result('failed', { error: AgentError.isInstance(error) ? error.info : new AgentError('run_internal_error', String(error)).info });
       })
-      .finally(stopLease);
+      .finally(stopLease)
+      .then((result) => this.#ended(setup, result));
     const stop = async (reason?: string): Promise<AgentResult> => {
       if (!abort.signal.aborted) abort.abort(new RunInterruptedError(reason ?? 'The run was interrupted.'));
       return done;
@@ -293,16 +319,40 @@ export class RunLauncher {
       runId,
       streamId: setup.streamId,
       result: () => done,
-      stream: () => c.streamManager.read(setup.streamId, { fromSeq: setup.writer.startSeq, untilRunEnds: runId }),
+      stream: (options) => c.streamManager.read(setup.streamId, { fromSeq: setup.writer.startSeq, untilRunEnds: runId, ...(options?.signal ? { signal: options.signal } : {}) }),
       getUsageRollup: async () => (usageStore ? rollupWithChildren(await usageStore.getRollup({ runId }), run.books.children()) : undefined),
       stop,
       interrupt: stop,
     };
-    this.#live.set(sessionId, handle);
+    const live: LiveRun = {
+      handle,
+      childWaits: () => run.books.childWaits,
+      handOff: async () => {
+        if (!abort.signal.aborted) abort.abort(new RunHandedOffError(sessionId, runId));
+        return done;
+      },
+      lost: () => abort.signal.aborted && RunSupersededError.isInstance(abort.signal.reason) && !RunHandedOffError.isHandOff(abort.signal.reason),
+    };
+    this.#live.set(sessionId, live);
     void done.then(() => {
-      if (this.#live.get(sessionId) === handle) this.#live.delete(sessionId);
+      if (this.#live.get(sessionId) === live) this.#live.delete(sessionId);
     });
     return handle;
+  }
+
+  /**
+   * After the loop: a run let go at shutdown releases its lease (so any process may recover it at
+   * once), then the executor hears of the ending (a parent may resume), then the handle resolves.
+   */
+  async #ended(setup: RunSetup, result: AgentResult): Promise<AgentResult> {
+    const c = this.#config;
+    if (result.status === 'running') {
+      await c.stateStore.renewLease(setup.runId, setup.epoch, 0, Date.now()).catch((error: unknown) => c.logger.warn(`releasing the lease of run ${setup.runId} failed: ${String(error)}`));
+    }
+    await c.onEnded?.({ sessionId: setup.sessionId, ...(setup.parentSessionId === undefined ? {} : { parentSessionId: setup.parentSessionId }), result }).catch((error: unknown) => {
+      c.logger.error(`after the end of run ${setup.runId}: ${error instanceof Error ? error.message : String(error)}`);
+    });
+    return result;
   }
 
   #announce(info: RunStartedInfo): void {

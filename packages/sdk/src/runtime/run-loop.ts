@@ -7,7 +7,7 @@ import { crashPoint } from './crash-points.js';
 import type { Verdict } from './hook-dispatch.js';
 import { modelReply } from './model-call.js';
 import type { AgentResult } from './result.js';
-import { finish, fail, ownSupersede, stopAfterTools, StopWithRecords, superseded, suspend, type Ending } from './run-end.js';
+import { finish, fail, handOffSelf, ownSupersede, stopAfterTools, StopWithRecords, superseded, suspend, type Ending } from './run-end.js';
 import { openRun, type Progress, type RunStart } from './run-start.js';
 import { scopeOf, STEP_OWNER, type Run } from './run.js';
 import { firstTripped } from './stop-conditions.js';
@@ -33,6 +33,8 @@ export async function runLoop(run: Run, adapter: LLMAdapter, start: RunStart): P
     if (opened) return opened;
     const warned = new Set<string>();
     for (;;) {
+      const letGo = handOffSelf(run);
+      if (letGo) throw letGo;
       if (run.stepCount >= run.setup.agent.maxSteps) return await finish(run, maxStepsEnding(run), progress.startHookFired);
       const end = await step(run, adapter, warned, progress);
       if ('suspend' in end) return await suspend(run, end.suspend, true);
