@@ -194,8 +194,12 @@ export class JSAgentExecutor implements AgentRuntime {
       expect: { currentRunId: run.runId, status: 'suspended' },
       start: { resumed: { previousRunId: run.runId }, deliveries, stillPending },
     });
-    // A child running again: the parent waiting on it resumes too and re-attaches (its ancestors in turn).
-    if (session.parentSessionId !== undefined) await this.#tree.wake(session.parentSessionId, { kind: 'resumed', childSessionId: sessionId });
+    // A child running again: once its onAgentResumed fired, the parent waiting on it resumes too and
+    // re-attaches (its ancestors in turn).
+    if (session.parentSessionId !== undefined) {
+      await this.#launcher.opened(sessionId);
+      await this.#tree.wake(session.parentSessionId, { kind: 'resumed', childSessionId: sessionId });
+    }
     return handle;
   }
 

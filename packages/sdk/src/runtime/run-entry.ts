@@ -84,6 +84,8 @@ export interface LiveRun {
   handOff(): Promise<AgentResult>;
   /** True once another process took the run over (its lease was lost): nothing of it is this process's to hand off. */
   lost(): boolean;
+  /** Resolves once the run's start signal has fired (or the run ended). */
+  readonly opened: Promise<void>;
 }
 
 const EMPTY_MANAGER = new HookManager<unknown, unknown>();
@@ -138,6 +140,11 @@ export class RunLauncher {
   /** The run this process is running on `sessionId`, if any. */
   live(sessionId: string): AgentHandle | undefined {
     return this.#live.get(sessionId)?.handle;
+  }
+
+  /** Resolves once the start signal of the run live here on `sessionId` has fired (at once when none is live). */
+  async opened(sessionId: string): Promise<void> {
+    await this.#live.get(sessionId)?.opened;
   }
 
   /** Every run live in this process. */
@@ -331,7 +338,8 @@ export class RunLauncher {
         if (!abort.signal.aborted) abort.abort(new RunHandedOffError(sessionId, runId));
         return done;
       },
-      lost: () => abort.signal.aborted && RunSupersededError.isInstance(abort.signal.reason) && !RunHandedOffError.isHandOff(abort.signal.reason),
+      opened: run.opened,
+      lost: () => stopLease.lost || (abort.signal.aborted && RunSupersededError.isInstance(abort.signal.reason) && !RunHandedOffError.isHandOff(abort.signal.reason)),
     };
     this.#live.set(sessionId, live);
     void done.then(() => {

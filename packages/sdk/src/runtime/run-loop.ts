@@ -42,6 +42,8 @@ export async function runLoop(run: Run, adapter: LLMAdapter, start: RunStart): P
     }
   } catch (error) {
     return endOnError(run, error, progress);
+  } finally {
+    run.markOpened();
   }
 }
 

@@ -62,6 +62,7 @@ export async function openRun(run: Run, start: RunStart, progress: Progress): Pr
     if (marker.status === 'ran') await fireStartSignal(run, start);
     else signalFiredBefore = true;
   }
+  run.markOpened();
   // The turn's start work runs once per turn: onAgentStart is the start signal of a new turn, and owed
   // start work (startSignal false) for a resume, retry, rewind or recovery that discarded it.
   if (!start.turnStartCommitted) await startWork(run, start, start.signal === 'start' && !signalFiredBefore);
