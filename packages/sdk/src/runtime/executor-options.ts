@@ -53,3 +53,10 @@ export async function lastRestorable(store: StateStore, sessionId: string): Prom
   const checkpoints = await store.listCheckpoints(sessionId);
   return [...checkpoints].reverse().find((c) => c.kind !== 'state')?.checkpointId ?? GENESIS_CHECKPOINT;
 }
+
+/** Refuses (`state_not_found`) a rewind to a checkpoint the session does not have. */
+export async function checkRestorable(store: StateStore, sessionId: string, checkpointId: string): Promise<void> {
+  if (checkpointId === GENESIS_CHECKPOINT) return;
+  const checkpoints = await store.listCheckpoints(sessionId);
+  if (!checkpoints.some((c) => c.checkpointId === checkpointId)) throw new AgentError('state_not_found', `Session ${sessionId} has no checkpoint ${checkpointId}.`, { details: { checkpointId } });
+}

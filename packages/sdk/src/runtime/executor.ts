@@ -9,7 +9,7 @@ import type { CheckpointInfo, RunRecord, SessionSnapshot, StateStore } from '../
 import type { StreamChunk, StreamManager, StreamReadOptions } from '../stream.js';
 import type { AgentHandle, AgentRuntime, ExecuteOptions, RecoverOptions, ResumeOptions, RetryOptions, RunCallOptions } from './agent-runtime.js';
 import { ApprovalSigner } from './approval-signature.js';
-import { cancelledRows, initialStateOf, lastRestorable, type JSAgentExecutorOptions } from './executor-options.js';
+import { cancelledRows, checkRestorable, initialStateOf, lastRestorable, type JSAgentExecutorOptions } from './executor-options.js';
 import { consoleLogger, type Logger } from './logger.js';
 import { recoverRuns } from './recovery.js';
 import type { AgentResult } from './result.js';
@@ -164,10 +164,7 @@ export class JSAgentExecutor implements AgentRuntime {
     if (options.mode === 'with_message') return this.send(sessionId, options.message, options);
     const previousRunId = session.currentRunId;
     if (options.mode === 'from_checkpoint') {
-      const checkpoints = await this.stateStore.listCheckpoints(sessionId);
-      if (options.checkpointId !== GENESIS_CHECKPOINT && !checkpoints.some((c) => c.checkpointId === options.checkpointId)) {
-        throw new AgentError('state_not_found', `Session ${sessionId} has no checkpoint ${options.checkpointId}.`, { details: { checkpointId: options.checkpointId } });
-      }
+      await checkRestorable(this.stateStore, sessionId, options.checkpointId);
       return this.#launcher.begin(agent, sessionId, options, {
         signal: 'resumed',
         restoreCheckpointId: options.checkpointId,

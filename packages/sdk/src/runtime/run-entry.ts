@@ -5,8 +5,8 @@ import type { AgentHooks } from '../hooks/types.js';
 import type { LLMAdapter } from '../llm.js';
 import type { Message } from '../messages.js';
 import type { BeginRunRequest, ClaimedRun, RunLease, RunOptionsRecord, StateStore } from '../store.js';
+import { rollupWithChildren, runOptionsRecord, turnInput } from './launch-records.js';
 import type { StartSignalKind, StreamChunkInput, StreamManager, StreamWriter } from '../stream.js';
-import { mergeRollups, type UsageRollup } from '../usage.js';
 import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
 import { crashPoint } from './crash-points.js';
 import type { AuditHooks } from './hook-dispatch.js';
@@ -89,36 +89,6 @@ export interface LiveRun {
 }
 
 const EMPTY_MANAGER = new HookManager<unknown, unknown>();
-
-/** What the run record keeps of how a run began, so any process can recover it. */
-function runOptionsRecord(spec: BeginSpec, options: RunCallOptions): RunOptionsRecord {
-  return {
-    ...(spec.input === undefined ? {} : { input: spec.input }),
-    ...(options.userId === undefined ? {} : { userId: options.userId }),
-    ...(options.tags === undefined ? {} : { tags: options.tags }),
-    ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
-    ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
-    ...(spec.depth ? { depth: spec.depth } : {}),
-    ...(spec.previousRunId === undefined ? {} : { previousRunId: spec.previousRunId }),
-    ...(spec.restoreCheckpointId === undefined ? {} : { restoredCheckpointId: spec.restoreCheckpointId }),
-    start: spec.start,
-  };
-}
-
-/** A run's rollup with its sub-agents' (each child's own rollup includes its children). */
-async function rollupWithChildren(own: UsageRollup, children: readonly AgentHandle[]): Promise<UsageRollup> {
-  const parts = [];
-  for (const child of children) {
-    const rollup = await child.getUsageRollup();
-    if (rollup) parts.push({ sessionId: child.sessionId, runId: child.runId, rollup });
-  }
-  return mergeRollups(own, parts);
-}
-
-/** The user's text among a turn's input rows (empty when there is none). */
-function turnInput(rows: readonly Message[] | undefined): string {
-  return rows?.find((m) => m.role === 'user')?.content ?? '';
-}
 
 /**
  * Starts runs: the entry (run-start commit, stream claim, run_started chunk; a failure there rejects
