@@ -7,7 +7,7 @@ import { errorResult, executeCall, invalidInput, type ToolOutcome } from './tool
 import { beforeToolChain, blockCall, cancelCall, recordResult } from './tool-steering.js';
 
 /** The step index a delivered call is recorded under: before the resumed run's first step. */
-const DELIVERY_STEP = -1;
+export const DELIVERY_STEP = -1;
 
 /** An answer a resumed run delivers for a pending call. */
 export type PendingAnswer =

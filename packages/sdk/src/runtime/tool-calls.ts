@@ -8,6 +8,7 @@ import type { WriteScope } from './hook-dispatch.js';
 import { callResultRecord, type CallResultRecord, type FinishOutput } from './journal-records.js';
 import { unserializable } from './json-value.js';
 import { callScope, type Run } from './run.js';
+import { pushToolUsage, replayCall, replayRecordedCalls } from './call-replay.js';
 import { runSubAgent, spawnedCall, type SubAgentMode } from './sub-agent-call.js';
 import { beforeToolChain, blockCall, cancelCall, recordResult } from './tool-steering.js';
 import { AwaitChildrenSignal, toolContext } from './tool-context.js';
@@ -53,11 +54,12 @@ function isOwnSupersede(run: Run, error: unknown): error is RunSupersededError {
  */
 export async function runToolCalls(run: Run, calls: readonly ToolCall[]): Promise<ToolOutcome[]> {
   const regular = calls.filter((c) => c.name !== FINISH_TOOL_NAME);
+  const replayed = await replayRecordedCalls(run, regular, run.stepCount);
   let raise: (error: unknown) => void = () => {};
   const supersede = new Promise<never>((_resolve, reject) => (raise = reject));
   const all = Promise.allSettled(
     regular.map((call) =>
-      runToolCall(run, call).catch((error: unknown) => {
+      (replayed.get(call.id) ?? runToolCall(run, call)).catch((error: unknown) => {
         if (isOwnSupersede(run, error)) {
           run.noteSuperseded(error);
           raise(error);
@@ -266,7 +268,7 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
   const row = error ? errorResult(call, error.info) : { role: 'tool' as const, toolCallId: call.id, toolName: tool.name, content: result ?? null };
   const { message, rewritten } = await recordResult(run, { toolCall: call, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, row, scope);
   const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success, durationMs, ...(error ? { error: error.info } : { result: rewritten ? rewritten.result : result }), ...run.chunkBase() };
-  return { record: { message, patches: run.work.patchesOf(scope.owner), success, durationMs, ...(finishOutput ? { finishOutput } : {}) }, end };
+  return { record: { message, patches: run.work.patchesOf(scope.owner), seqs: run.work.seqsOf(scope.owner), success, durationMs, ...(finishOutput ? { finishOutput } : {}) }, end };
 }
 
 /**
@@ -303,17 +305,4 @@ function unstorableResult(tool: ToolDefinition, result: unknown): AgentError | u
     hint: 'Return JSON values only: no BigInt, functions, symbols or circular objects.',
     details: { tool: tool.name, problem },
   });
-}
-
-/** A recorded call result: its row and writes come back, no hook fires and the tool does not run. */
-async function replayCall(run: Run, call: ToolCall, tool: ToolDefinition, record: CallResultRecord): Promise<ToolOutcome> {
-  const scope = callScope(call.id);
-  run.work.applyRecorded(record.patches, scope.owner);
-  await run.appendMessage(record.message, run.runScope, false);
-  pushToolUsage(run, tool, call.id, record.success, record.durationMs);
-  return { call, stopped: false, ...(record.finishOutput ? { finishOutput: record.finishOutput } : {}) };
-}
-
-function pushToolUsage(run: Run, tool: ToolDefinition, toolCallId: string, success: boolean, durationMs: number): void {
-  run.books.addUsage({ kind: 'tool', sessionId: run.setup.sessionId, runId: run.setup.runId, stepIndex: run.stepCount, toolName: tool.name, toolCallId, success, durationMs, at: Date.now() });
 }
