@@ -203,6 +203,9 @@ describe.each<StoreKind>(['memory', 'sqlite'])('a parent whose children still ru
     expect(recovered?.runId).toBe(handle.runId);
     expect(await recovered!.result()).toMatchObject({ status: 'completed', output: 'finished elsewhere' });
     expect(seen).toEqual(['onAgentStart(true)@slow', 'onAgentComplete@slow']);
+    // An executor that shut down runs what it is given afterwards as usual.
+    const again = defineAgent({ name: 'again', llmConfig: { model: createScriptedModel([{ text: 'still here' }]) } });
+    expect(await (await first.execute(again, 'go')).result()).toMatchObject({ status: 'completed', output: 'still here' });
   });
 });
 

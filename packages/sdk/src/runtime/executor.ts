@@ -36,8 +36,8 @@ export class JSAgentExecutor implements AgentRuntime {
   readonly #signer: ApprovalSigner | undefined;
   readonly #generateId: (kind: 'run' | 'turn' | 'session') => string;
   readonly #tree: SubAgentTree;
-  /** Aborted by shutdown(): sub-agent calls stop waiting, and runs let themselves go. */
-  readonly #shutdown = new AbortController();
+  /** Aborted while shutdown() runs: sub-agent calls stop waiting, and runs let themselves go. */
+  #shutdown = new AbortController();
   /** This process's name on leases. */
   readonly instanceId: string;
   readonly leaseMs: number;
@@ -54,6 +54,7 @@ export class JSAgentExecutor implements AgentRuntime {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.#signer = options.approvalSecret === undefined ? undefined : new ApprovalSigner(options.approvalSecret);
     const maxDepth = options.maxSubAgentDepth ?? 5;
+    const shutdownSignal = (): AbortSignal => this.#shutdown.signal;
     this.#launcher = new RunLauncher({
       stateStore,
       streamManager,
@@ -64,7 +65,14 @@ export class JSAgentExecutor implements AgentRuntime {
       generateId: this.#generateId,
       instanceId: this.instanceId,
       leaseMs: this.leaseMs,
-      children: { maxDepth, maxPerStep: options.maxSubAgentsPerStep ?? 16, start: (agent, input, child) => this.#startChild(agent, input, child), shutdown: this.#shutdown.signal },
+      children: {
+        maxDepth,
+        maxPerStep: options.maxSubAgentsPerStep ?? 16,
+        start: (agent, input, child) => this.#startChild(agent, input, child),
+        get shutdown() {
+          return shutdownSignal();
+        },
+      },
       onEnded: (ended) => this.#tree.runEnded(ended),
     });
     this.#tree = new SubAgentTree({
@@ -219,10 +227,13 @@ export class JSAgentExecutor implements AgentRuntime {
    * suspends (reason `awaiting_children`) and resumes by itself once they have ended, wherever that
    * happens; every other run is handed off: it stops without a terminal hook (its handle resolves with
    * status `running` and `run_handed_off`), its lease is released, and recover() in any process on the
-   * same store continues it from its last commit. Resolves once nothing runs here. close() calls it.
+   * same store continues it from its last commit (runs started while it runs are let go too). Resolves
+   * once nothing runs here; runs started afterwards run as usual. close() calls it.
    */
   async shutdown(): Promise<void> {
     await shutDown(() => this.#launcher.liveRuns(), this.#shutdown, this.#tree);
+    // Runs started afterwards run as usual (an executor may be used again after close()).
+    this.#shutdown = new AbortController();
   }
 
   /** Answers one pending client tool call; the session resumes (continue) with it. */
