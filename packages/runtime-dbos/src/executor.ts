@@ -85,6 +85,15 @@ export class DBOSAgentExecutor extends JSAgentExecutor {
     return this.stop(sessionId, reason);
   }
 
+  /**
+   * On DBOS nothing is handed off: runtime-js's shutdown lets its runs go for `recover()` elsewhere, which
+   * DBOS does itself. Runs whose loop this worker holds go on while the process lives; once the worker's
+   * heartbeat stops (`worker.shutdown()` or its death), a survivor resumes their workflows.
+   */
+  override async shutdown(): Promise<void> {
+    // Deliberately empty: see above.
+  }
+
   /** Closes hooks (as runtime-js does) and removes this executor from the worker. */
   override async close(): Promise<void> {
     await super.close();

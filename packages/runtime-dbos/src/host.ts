@@ -91,8 +91,9 @@ const STOPPED_ELSEWHERE = 'The run was stopped from another process.';
 export const runWorkflow = DBOS.registerWorkflow(helixRunWorkflow, { name: 'helix.run' });
 
 /** The call options a workflow can carry to another worker; anything else is refused, named. */
-function portableOptions(options: RunCallOptions): RunWorkflowInput['options'] {
-  const local = (['hooks', 'hookManager', 'usageStore'] as const).filter((key) => options[key] !== undefined);
+function portableOptions(options: RunCallOptions, usageStore: UsageStore | undefined): RunWorkflowInput['options'] {
+  // A child run carries its parent's usage store, which is the executor's: every worker has that one.
+  const local = (['hooks', 'hookManager', 'usageStore'] as const).filter((key) => options[key] !== undefined && !(key === 'usageStore' && options.usageStore === usageStore));
   if (local.length > 0) {
     throw new ConfigError(
       `DBOSAgentExecutor cannot take ${local.join(', ')} per call: a run may continue on another worker, which would not have them. Put hooks on the agent and the usage store on the executor.`,
@@ -158,7 +159,7 @@ export class DBOSRunHost implements RunHost {
       runId: request.runId,
       sessionId: request.sessionId,
       agentType: request.agent.name,
-      options: portableOptions(request.options),
+      options: portableOptions(request.options, this.#usageStore),
       spec: request.spec,
     };
     const entered = new Promise<AgentHandle>((resolve, reject) => this.#pending.set(request.runId, { request, resolve, reject }));

@@ -17,7 +17,15 @@ const openStores = async () => {
 
 // A process death cannot be simulated inside one DBOS process (the doomed run's workflow would still be
 // running here); the two-worker SIGKILL matrix (dbos-kill-matrix.test.ts) covers recovery for real.
-const RECOVERY = ['recover/died-in-start-work', 'recover/died-mid-step', 'recover/died-before-terminal-commit'];
+// The same holds for a second runtime that shuts down while its children run: on DBOS, shutdown()
+// hands nothing off (DBOS continues the runs), so the awaiting_children hand-off scenario does not apply.
+const RECOVERY = [
+  'recover/died-in-start-work',
+  'recover/died-mid-step',
+  'recover/died-before-terminal-commit',
+  'subagent/parent-suspends-when-its-process-stops',
+  'recover/sub-agent-parent-reattaches',
+];
 
 describeRuntimeConformance('JSAgentExecutor on Postgres (the reference for the DBOS traces)', jsRuntimeFactory({ llmAdapter: new VercelAIAdapter(), openStores }), {
   onOutcome: (outcome) => traces.js.set(outcome.scenario, outcome.trace),

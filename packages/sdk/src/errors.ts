@@ -63,6 +63,7 @@ export const ERROR_CODES = {
   subagent_remote_invalid: { layer: 'transport', severity: 'error', retryable: false, hint: 'The remote agent client returned something that is not what RemoteAgentClient promises (an id, a chunk, a result); fix the client or the service.' },
   subagent_unavailable: { layer: 'tool', severity: 'error', retryable: false, hint: 'This runtime cannot start child runs; run the agent on JSAgentExecutor (or a runtime that supports sub-agents).' },
   tool_call_not_pending: { layer: 'run', severity: 'error', retryable: false, hint: 'Only calls the suspended run is waiting on can be answered, once each.' },
+  tool_call_ambiguous: { layer: 'run', severity: 'error', retryable: false, hint: "Several sessions of this tree wait on a call with this id; answer it on the child's own session (the subagent_chunk's childSessionId)." },
   approval_invalid_signature: { layer: 'permission', severity: 'error', retryable: false, hint: 'The approval was signed for another session, call or arguments.' },
   session_not_suspended: { layer: 'run', severity: 'error', retryable: false, hint: 'Only a suspended session can be resumed this way; use execute() or send() for a new turn.' },
   session_not_retryable: { layer: 'run', severity: 'error', retryable: false, hint: 'retry() re-runs a failed or interrupted run.' },
@@ -77,6 +78,7 @@ export const ERROR_CODES = {
   run_repeated_error: { layer: 'run', severity: 'fatal', retryable: false },
   run_hard_stop: { layer: 'run', severity: 'fatal', retryable: false },
   run_empty_responses: { layer: 'run', severity: 'fatal', retryable: true, hint: 'The model kept returning empty replies; this is often a hidden rate limit.' },
+  run_handed_off: { layer: 'run', severity: 'info', retryable: true, hint: 'This process let the run go (it shut down); recover() in a process on the same store continues it from its last commit.' },
   run_internal_error: { layer: 'run', severity: 'fatal', retryable: true, hint: 'An unexpected error ended the run. Your work so far is saved.' },
   run_invalid_input: { layer: 'run', severity: 'fatal', retryable: false, hint: 'The input or the initial state does not match the agent definition.' },
   run_input_too_large: { layer: 'run', severity: 'fatal', retryable: false, hint: 'Send less: split the input, or pass a large document by reference for a tool to read; or raise the limit named in details (the executor or agent `limits`).' },
@@ -228,6 +230,25 @@ export class RunSupersededError extends AgentError {
   /** True for a RunSupersededError from any copy of this package. */
   static override isInstance(value: unknown): value is RunSupersededError {
     return isCode(value, ['state_run_superseded']);
+  }
+}
+
+const HANDOFF = Symbol.for('helix-agents.handoff');
+
+/**
+ * Why a run that this process let go (its executor shut down) stops: it ends like a superseded run
+ * (it writes nothing more) but fires no hook, and `recover()` in another process continues it.
+ */
+export class RunHandedOffError extends RunSupersededError {
+  private readonly [HANDOFF] = true;
+
+  constructor(sessionId: string, runId: string) {
+    super(sessionId, runId, runId);
+  }
+
+  /** True for a RunHandedOffError from any copy of this package. */
+  static isHandOff(value: unknown): value is RunHandedOffError {
+    return RunSupersededError.isInstance(value) && (value as unknown as Record<symbol, unknown>)[HANDOFF] === true;
   }
 }
 

@@ -66,7 +66,9 @@ class DropsOnAgentFail implements AgentRuntime {
     let stripped = this.#agents.get(agent);
     if (!stripped) {
       const hooks = withoutFail(agent.hooks as AgentConfig<unknown, unknown>['hooks']);
-      stripped = { ...(agent as AgentConfig<unknown, unknown>), ...(hooks ? { hooks } : {}) };
+      // Sub-agents' children lose theirs too.
+      const tools = agent.tools.map((tool) => (tool.subAgent?.kind === 'local' ? { ...tool, subAgent: { ...tool.subAgent, agent: this.#agent(tool.subAgent.agent) } } : tool));
+      stripped = { ...(agent as AgentConfig<unknown, unknown>), ...(hooks ? { hooks } : {}), tools, toolsByName: new Map(tools.map((tool) => [tool.name, tool] as const)) };
       this.#agents.set(agent, stripped);
     }
     return stripped as unknown as AgentConfig<TState, TOutput>;
@@ -180,6 +182,7 @@ const EXPECT_ON_AGENT_FAIL = [
   'retry/with-message',
   'retry/to-genesis',
   'retry/after-interrupt',
+  'subagent/child-fails',
   'steer/before-llm-block',
   'policy/fail-closed-before-llm',
   'stop/cancels-running-call',
@@ -216,7 +219,7 @@ describe('the scenario list', () => {
     expect(new Set(names).size).toBe(names.length);
     expect(runtimeScenarios.length).toBeGreaterThanOrEqual(60);
     for (const scenario of all) {
-      expect(scenario.name, scenario.name).toMatch(/^(lifecycle|start|suspend|steer|tools|llm|limits|policy|stop|supersede|retry|rewind|recover)\//);
+      expect(scenario.name, scenario.name).toMatch(/^(lifecycle|start|suspend|steer|tools|llm|limits|policy|stop|supersede|retry|rewind|recover|subagent)\//);
       expect(stableStringify(JSON.parse(JSON.stringify(scenario.expected))), scenario.name).toBe(stableStringify(scenario.expected));
     }
     // The scenarios runtime-js once failed are part of the suite.
@@ -226,7 +229,7 @@ describe('the scenario list', () => {
 
 describe('a factory without capabilities', () => {
   const bare = runtimeFactory(async (needs) => {
-    const { faults: _faults, leases: _leases, crashes: _crashes, ...rest } = await memory(needs);
+    const { faults: _faults, leases: _leases, crashes: _crashes, processes: _processes, ...rest } = await memory(needs);
     return rest;
   });
 
@@ -235,7 +238,7 @@ describe('a factory without capabilities', () => {
     expect(needing.length).toBeGreaterThan(0);
     for (const scenario of needing) {
       const outcome = await runRuntimeScenario(scenario, bare);
-      expect(outcome.failures[0], scenario.name).toMatch(/^the scenario needs (storeFaults|leaseLoss|crashRecovery), which the runtime factory does not declare$/);
+      expect(outcome.failures[0], scenario.name).toMatch(/^the scenario needs (storeFaults|leaseLoss|crashRecovery|secondProcess), which the runtime factory does not declare$/);
     }
   });
 });
@@ -244,7 +247,7 @@ describe('a factory without capabilities', () => {
 describeRuntimeConformance(
   'JSAgentExecutor on the in-memory stores, without capabilities',
   runtimeFactory(async (needs) => {
-    const { faults: _faults, leases: _leases, crashes: _crashes, ...rest } = await memory(needs);
+    const { faults: _faults, leases: _leases, crashes: _crashes, processes: _processes, ...rest } = await memory(needs);
     return rest;
   }),
   {
@@ -256,6 +259,8 @@ describeRuntimeConformance(
       'recover/died-in-start-work',
       'recover/died-mid-step',
       'recover/died-before-terminal-commit',
+      'subagent/parent-suspends-when-its-process-stops',
+      'recover/sub-agent-parent-reattaches',
     ],
   },
 );

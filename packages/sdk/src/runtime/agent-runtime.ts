@@ -35,8 +35,8 @@ export interface AgentHandle<TState = unknown, TOutput = unknown> {
   readonly streamId: string;
   /** Resolves when the run ends, whatever the ending (never rejects). */
   result(): Promise<AgentResult<TState, TOutput>>;
-  /** This run's chunks, from run_started to its terminal chunk: live, or replayed after the run ended. */
-  stream(): AsyncIterable<StreamChunk>;
+  /** This run's chunks, from run_started to its terminal chunk: live, or replayed after the run ended. Aborting `signal` ends a following reader. */
+  stream(options?: { readonly signal?: AbortSignal }): AsyncIterable<StreamChunk>;
   /** The run's usage so far, or undefined when no usageStore was given. */
   getUsageRollup(): Promise<UsageRollup | undefined>;
   /**

@@ -76,7 +76,7 @@ export function attachedHandle(store: StateStore, streams: StreamManager, sessio
     runId,
     streamId: sessionId,
     result: () => ended,
-    stream: () => followFromNow(store, streams, sessionId, runId, release.signal),
+    stream: (streamOptions) => followFromNow(store, streams, sessionId, runId, streamOptions?.signal ? AbortSignal.any([release.signal, streamOptions.signal]) : release.signal),
     getUsageRollup: async () => options.usageStore?.getRollup({ runId }),
     stop,
     interrupt: stop,

@@ -14,7 +14,13 @@ export type CrashPointName =
   | 'after_k3'
   | 'in_on_agent_complete'
   | 'before_k5'
-  | 'after_k5';
+  | 'after_k5'
+  /** A sub-agent call recorded its spawn (beforeSubAgent fired); the child has not started. */
+  | 'after_child_spawn'
+  /** Inside a child run (a crash test's child agent reaches it from a hook or a tool). */
+  | 'in_child_run'
+  /** A sub-agent call's child ended; the parent has not run afterSubAgent or recorded the call. */
+  | 'after_child_end';
 
 function parse(spec: string | undefined): { readonly name: string; readonly nth: number } | undefined {
   if (!spec) return undefined;

@@ -2,7 +2,7 @@ import type { AgentConfig } from '../define.js';
 import { AgentError } from '../errors.js';
 import type { ModelRegistry } from '../llm.js';
 import type { Message } from '../messages.js';
-import type { PendingCall } from '../store.js';
+import { GENESIS_CHECKPOINT, type PendingCall, type StateStore } from '../store.js';
 import type { AuditHooks } from './hook-dispatch.js';
 import type { ResourceLimits } from './limits.js';
 import type { Logger } from './logger.js';
@@ -60,3 +60,26 @@ export function cancelledRows(pending: readonly PendingCall[]): Message[] {
   });
 }
 
+
+/** A new session's state: `initialState` (default `{}`) checked by the agent's stateSchema, whose defaults apply. */
+export function initialStateOf(agent: AgentConfig<unknown, unknown>, initialState: unknown): unknown {
+  if (!agent.stateSchema) return initialState ?? {};
+  const parsed = agent.stateSchema.safeParse(initialState ?? {});
+  if (parsed.success) return parsed.data;
+  throw new AgentError('run_invalid_input', `The initial state does not match ${agent.name}'s stateSchema: ${parsed.error.message}`, {
+    details: { issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })) },
+  });
+}
+
+/** What a retry restores by default: the session's last step or turn-start checkpoint, else genesis. */
+export async function lastRestorable(store: StateStore, sessionId: string): Promise<string> {
+  const checkpoints = await store.listCheckpoints(sessionId);
+  return [...checkpoints].reverse().find((c) => c.kind !== 'state')?.checkpointId ?? GENESIS_CHECKPOINT;
+}
+
+/** Refuses (`state_not_found`) a rewind to a checkpoint the session does not have. */
+export async function checkRestorable(store: StateStore, sessionId: string, checkpointId: string): Promise<void> {
+  if (checkpointId === GENESIS_CHECKPOINT) return;
+  const checkpoints = await store.listCheckpoints(sessionId);
+  if (!checkpoints.some((c) => c.checkpointId === checkpointId)) throw new AgentError('state_not_found', `Session ${sessionId} has no checkpoint ${checkpointId}.`, { details: { checkpointId } });
+}

@@ -9,7 +9,7 @@ import type { CheckpointInfo, RunRecord, SessionSnapshot, StateStore } from '../
 import type { StreamChunk, StreamManager, StreamReadOptions } from '../stream.js';
 import type { AgentHandle, AgentRuntime, ExecuteOptions, RecoverOptions, ResumeOptions, RetryOptions, RunCallOptions } from './agent-runtime.js';
 import { ApprovalSigner } from './approval-signature.js';
-import { cancelledRows, type JSAgentExecutorOptions } from './executor-options.js';
+import { cancelledRows, checkRestorable, initialStateOf, lastRestorable, type JSAgentExecutorOptions } from './executor-options.js';
 import { checkInputText, checkInputValue, checkResourceLimits, resolveLimits, tooManyMessages, type ResolvedLimits, type ResourceLimits } from './limits.js';
 import { consoleLogger, type Logger } from './logger.js';
 import { recoverRuns } from './recovery.js';
@@ -19,10 +19,12 @@ import { attachedHandle } from './attached-handle.js';
 import { checkSessionId } from './session-id.js';
 import { RunLauncher, type BeginSpec, type RunStartedInfo } from './run-entry.js';
 import type { ChildStart } from './run-setup.js';
+import { shutDown, SubAgentTree, type NestedPendingCall } from './sub-agent-tree.js';
 
 export type { RunStartedInfo } from './run-entry.js';
 
 export type { JSAgentExecutorOptions } from './executor-options.js';
+export type { NestedPendingCall } from './sub-agent-tree.js';
 
 /**
  * runtime-js: runs agents in this process over any {@link StateStore}, {@link StreamManager} and
@@ -36,6 +38,9 @@ export class JSAgentExecutor implements AgentRuntime {
   readonly #generateId: (kind: 'run' | 'turn' | 'session') => string;
   readonly #attachTimeoutMs: number;
   readonly #limits: ResourceLimits | undefined;
+  readonly #tree: SubAgentTree;
+  /** Aborted while shutdown() runs: sub-agent calls stop waiting, and runs let themselves go. */
+  #shutdown = new AbortController();
   /** This process's name on leases. */
   readonly instanceId: string;
   readonly leaseMs: number;
@@ -54,6 +59,8 @@ export class JSAgentExecutor implements AgentRuntime {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.#attachTimeoutMs = options.attachedSubAgentTimeoutMs ?? 30 * 60_000;
     this.#signer = options.approvalSecret === undefined ? undefined : new ApprovalSigner(options.approvalSecret);
+    const maxDepth = options.maxSubAgentDepth ?? 5;
+    const shutdownSignal = (): AbortSignal => this.#shutdown.signal;
     this.#launcher = new RunLauncher({
       stateStore,
       streamManager,
@@ -67,7 +74,24 @@ export class JSAgentExecutor implements AgentRuntime {
       ...(options.limits === undefined ? {} : { limits: options.limits }),
       ...(options.providers === undefined ? {} : { providers: options.providers }),
       ...(options.host === undefined ? {} : { host: options.host }),
-      children: { maxDepth: options.maxSubAgentDepth ?? 5, maxPerStep: options.maxSubAgentsPerStep ?? 16, start: (agent, input, child) => this.#startChild(agent, input, child) },
+      children: {
+        maxDepth,
+        maxPerStep: options.maxSubAgentsPerStep ?? 16,
+        start: (agent, input, child) => this.#startChild(agent, input, child),
+        get shutdown() {
+          return shutdownSignal();
+        },
+      },
+      onEnded: (ended) => this.#tree.runEnded(ended),
+    });
+    this.#tree = new SubAgentTree({
+      stateStore,
+      logger: this.#logger,
+      maxDepth,
+      agent: (agentType) => this.#agents.get(agentType),
+      isLive: (sessionId) => this.#launcher.live(sessionId) !== undefined,
+      shuttingDown: () => this.#shutdown.signal.aborted,
+      resumeContinue: (sessionId) => this.resume(sessionId, { mode: 'continue' }),
     });
     for (const agent of options.agents ?? []) this.registerAgent(agent);
   }
@@ -96,7 +120,7 @@ export class JSAgentExecutor implements AgentRuntime {
     const sessionId = checkSessionId(options.sessionId ?? this.#generateId('session'));
     if (options.parentSessionId !== undefined) checkSessionId(options.parentSessionId, 'parent session id');
     const existing = await this.stateStore.loadSession(sessionId);
-    const initialState: unknown = existing ? existing.state : initialStateOf(agent, options.initialState, limits);
+    const initialState: unknown = existing ? existing.state : initialStateWithin(agent, options.initialState, limits);
     // A new turn on a session suspended at a boundary cancels the calls it was waiting on (their rows
     // keep the transcript valid: every tool call has a result).
     const suspendedRun = existing?.currentRunId === undefined ? undefined : await this.stateStore.getRun(existing.currentRunId);
@@ -125,7 +149,7 @@ export class JSAgentExecutor implements AgentRuntime {
    */
   async #startChild(agent: AgentConfig<unknown, unknown>, input: string, child: ChildStart): Promise<AgentHandle> {
     this.registerAgent(agent);
-    const existing = await this.stateStore.loadSession(child.sessionId);
+    const existing = child.attach ? await this.stateStore.loadSession(child.sessionId) : undefined;
     if (existing?.currentRunId !== undefined) {
       const live = this.#launcher.live(child.sessionId);
       if (live) return live;
@@ -164,7 +188,9 @@ export class JSAgentExecutor implements AgentRuntime {
    * the suspended run waits on (client results, approvals, rejections; finished children) and fire
    * onAgentResumed; calls left unanswered suspend the new run again at once. `with_message` starts a new
    * turn (onAgentStart), cancelling pending calls. `from_checkpoint` rewinds to a listed checkpoint and
-   * fires onAgentResumed (with resumedFromCheckpointId). A refused resume changes nothing.
+   * fires onAgentResumed (with resumedFromCheckpointId). A refused resume changes nothing. Answers for
+   * calls a sub-agent descendant waits on go to that descendant's session (see {@link pendingCalls}):
+   * it resumes, then so do its ancestors, which re-attach to it; the handle is then this session's new run.
    */
   async resume(sessionId: string, options: ResumeOptions): Promise<AgentHandle> {
     const session = await this.#session(sessionId);
@@ -173,10 +199,7 @@ export class JSAgentExecutor implements AgentRuntime {
     checkAnswers(options, this.#limitsOf(agent));
     const previousRunId = session.currentRunId;
     if (options.mode === 'from_checkpoint') {
-      const checkpoints = await this.stateStore.listCheckpoints(sessionId);
-      if (options.checkpointId !== GENESIS_CHECKPOINT && !checkpoints.some((c) => c.checkpointId === options.checkpointId)) {
-        throw new AgentError('state_not_found', `Session ${sessionId} has no checkpoint ${options.checkpointId}.`, { details: { checkpointId: options.checkpointId } });
-      }
+      await checkRestorable(this.stateStore, sessionId, options.checkpointId);
       return this.#launcher.begin(agent, sessionId, options, {
         signal: 'resumed',
         restoreCheckpointId: options.checkpointId,
@@ -188,16 +211,56 @@ export class JSAgentExecutor implements AgentRuntime {
     if (!run || run.status !== 'suspended' || !run.suspension) {
       throw new AgentError('session_not_suspended', `Session ${sessionId} is not suspended${run ? ` (its run is ${run.status})` : ''}.`, { details: { sessionId } });
     }
-    const deliveries = await resumeAnswers(this.stateStore, sessionId, run.runId, run.suspension.pending, options, this.#signer);
+    const target = await this.#tree.route(sessionId, run.suspension.pending, options);
+    if (target !== undefined) {
+      const handle = await this.resume(target, options);
+      return this.#launcher.live(sessionId) ?? handle;
+    }
+    const deliveries = await resumeAnswers(this.stateStore, sessionId, run.runId, run.suspension.pending, options, this.#signer, (p) => this.#tree.reattachable(agent, p));
     const answered = new Set(deliveries.map((d) => d.pending.toolCallId));
     const stillPending = run.suspension.pending.filter((p) => !answered.has(p.toolCallId));
-    return this.#launcher.begin(agent, sessionId, options, {
+    const handle = await this.#launcher.begin(agent, sessionId, options, {
       signal: 'resumed',
       previousRunId: run.runId,
       // Checked inside K1: of two concurrent resumes, only the first delivers its answers.
       expect: { currentRunId: run.runId, status: 'suspended' },
       start: { resumed: { previousRunId: run.runId }, deliveries, stillPending },
     });
+    // A child running again: once its onAgentResumed fired, the parent waiting on it resumes too and
+    // re-attaches (its ancestors in turn).
+    if (session.parentSessionId !== undefined) {
+      await this.#launcher.opened(sessionId);
+      await this.#tree.wake(session.parentSessionId, { kind: 'resumed', childSessionId: sessionId });
+    }
+    return handle;
+  }
+
+  /**
+   * The client-tool and approval calls that `sessionId` and its suspended sub-agent descendants wait on,
+   * nearest first, each with the session and run that asked (what a signature binds). Any of them can
+   * be answered through `sessionId` (approve(), reject(), submitToolResult() with the call's id).
+   */
+  async pendingCalls(sessionId: string): Promise<NestedPendingCall[]> {
+    return this.#tree.pendingCalls(checkSessionId(sessionId));
+  }
+
+  /** The handle of the run this executor runs on the session (one it started, recovered or resumed by itself), if any. */
+  current(sessionId: string): AgentHandle | undefined {
+    return this.#launcher.live(checkSessionId(sessionId));
+  }
+
+  /**
+   * Lets go of every run here, because this process must stop. A run waiting on sub-agent children
+   * suspends (reason `awaiting_children`) and resumes by itself once they have ended, wherever that
+   * happens; every other run is handed off: it stops without a terminal hook (its handle resolves with
+   * status `running` and `run_handed_off`), its lease is released, and recover() in any process on the
+   * same store continues it from its last commit (runs started while it runs are let go too). Resolves
+   * once nothing runs here; runs started afterwards run as usual. close() calls it.
+   */
+  async shutdown(): Promise<void> {
+    await shutDown(() => this.#launcher.liveRuns(), this.#shutdown, this.#tree);
+    // Runs started afterwards run as usual (an executor may be used again after close()).
+    this.#shutdown = new AbortController();
   }
 
   /** Answers one pending client tool call; the session resumes (continue) with it. */
@@ -238,11 +301,7 @@ export class JSAgentExecutor implements AgentRuntime {
     if (!failed || (failed.status !== 'failed' && failed.status !== 'interrupted')) {
       throw new AgentError('session_not_retryable', `Session ${sessionId} has no failed or interrupted run to retry${failed ? ` (its run is ${failed.status})` : ''}.`, { details: { sessionId } });
     }
-    let checkpointId = options.checkpointId;
-    if (checkpointId === undefined) {
-      const checkpoints = await this.stateStore.listCheckpoints(sessionId);
-      checkpointId = [...checkpoints].reverse().find((c) => c.kind !== 'state')?.checkpointId ?? GENESIS_CHECKPOINT;
-    }
+    const checkpointId = options.checkpointId ?? (await lastRestorable(this.stateStore, sessionId));
     const hasMessage = options.message !== undefined;
     return this.#launcher.begin(agent, sessionId, options, {
       signal: 'retry',
@@ -329,6 +388,8 @@ export class JSAgentExecutor implements AgentRuntime {
    * instead of redoing it, and pairs its hooks as docs/semantics.md says. Call it at start-up and periodically.
    */
   async recover(options: RecoverOptions): Promise<AgentHandle[]> {
+    // Their sessions resume here too (a parent whose child ends here).
+    for (const agent of options.agents instanceof Map ? options.agents.values() : (options.agents as readonly AgentConfig<unknown, unknown>[])) this.registerAgent(agent);
     return recoverRuns(this.stateStore, this.#launcher, this.instanceId, this.leaseMs, this.#logger, options);
   }
 
@@ -348,8 +409,9 @@ export class JSAgentExecutor implements AgentRuntime {
     for (const source of sources) await this.#launcher.warmUp(source instanceof HookManager ? source : this.#launcher.hooksFor(source, undefined, undefined));
   }
 
-  /** Calls `close()` once on every class-based hook this executor warmed, newest first. */
+  /** Shuts down (see {@link shutdown}), then calls `close()` once on every class-based hook this executor warmed, newest first. */
   async close(): Promise<void> {
+    await this.shutdown();
     await this.#launcher.close();
   }
 }
@@ -361,14 +423,9 @@ function checkAnswers(options: ResumeOptions, limits: ResolvedLimits): void {
   for (const d of options.decisions ?? []) if (d.input !== undefined) checkInputValue(d.input, limits, `edited input of call ${d.toolCallId}`, 'maxInputChars');
 }
 
-/** A new session's initial state: validated against the agent's stateSchema and refused over `maxStateChars` (`run_invalid_input`, `run_input_too_large`). */
-function initialStateOf(agent: AgentConfig<unknown, unknown>, given: unknown, limits: ResolvedLimits): unknown {
-  const parsed = agent.stateSchema ? agent.stateSchema.safeParse(given ?? {}) : { success: true as const, data: given ?? {} };
-  if (!parsed.success) {
-    throw new AgentError('run_invalid_input', `The initial state does not match ${agent.name}'s stateSchema: ${parsed.error.message}`, {
-      details: { issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })) },
-    });
-  }
-  checkInputValue(parsed.data, limits, 'initial state', 'maxStateChars');
-  return parsed.data;
+/** A new session's initial state (see {@link initialStateOf}), refused over `maxStateChars` (`run_input_too_large`). */
+function initialStateWithin(agent: AgentConfig<unknown, unknown>, given: unknown, limits: ResolvedLimits): unknown {
+  const state = initialStateOf(agent, given);
+  checkInputValue(state, limits, 'initial state', 'maxStateChars');
+  return state;
 }

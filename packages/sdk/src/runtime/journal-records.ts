@@ -70,6 +70,11 @@ const finishOutputSchema = z.object({ value: z.unknown(), via: z.enum(['finish_t
 export interface CallResultRecord {
   readonly message: ToolResultMessage;
   readonly patches: readonly StatePatch[];
+  /**
+   * Each patch's place among the run's writes (one number per patch), so that the recorded writes of
+   * parallel calls are replayed in the order they were made, not in the order the calls were recorded.
+   */
+  readonly seqs?: readonly number[];
   readonly success: boolean;
   readonly durationMs: number;
   readonly finishOutput?: FinishOutput;
@@ -86,6 +91,7 @@ export const callResultRecord: z.ZodType<CallResultRecord> = z.object({
     errorInfo: errorInfoSchema.optional(),
   }),
   patches: patchesSchema,
+  seqs: z.array(z.number()).optional(),
   success: z.boolean(),
   durationMs: z.number(),
   finishOutput: finishOutputSchema.optional(),

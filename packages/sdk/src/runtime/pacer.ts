@@ -90,6 +90,10 @@ export class PacedRecorder implements StepRecorder {
     return this.#inner.has(key);
   }
 
+  recordedOrder(keys: readonly StepKey[]): StepKey[] {
+    return this.#inner.recordedOrder(keys);
+  }
+
   async stepCommitted(step: number): Promise<void> {
     await this.#inner.stepCommitted(step);
     await this.#pacer.hold();

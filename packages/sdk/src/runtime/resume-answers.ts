@@ -7,10 +7,18 @@ import type { Delivery } from './run-start.js';
 /**
  * Checks a resume's answers against the calls the suspended run waits on and turns them into
  * deliveries: client results, approvals and rejections (signed when the executor signs approvals), and
- * the outcomes of awaited children once every one of them has ended. An invalid answer throws before
- * anything is written.
+ * the outcomes of awaited children once every one of them has ended (or, for a sub-agent call, once
+ * `reattachable` says its child runs again here). An invalid answer throws before anything is written.
  */
-export async function resumeAnswers(store: StateStore, sessionId: string, runId: string, pending: readonly PendingCall[], options: ResumeOptions, signer: ApprovalSigner | undefined): Promise<Delivery[]> {
+export async function resumeAnswers(
+  store: StateStore,
+  sessionId: string,
+  runId: string,
+  pending: readonly PendingCall[],
+  options: ResumeOptions,
+  signer: ApprovalSigner | undefined,
+  reattachable: (call: PendingCall) => boolean = () => false,
+): Promise<Delivery[]> {
   const byId = new Map(pending.map((p) => [p.toolCallId, p] as const));
   const seen = new Set<string>();
   const deliveries: Delivery[] = [];
@@ -36,12 +44,16 @@ export async function resumeAnswers(store: StateStore, sessionId: string, runId:
       answer: d.decision === 'approve' ? { kind: 'approve', ...(d.input === undefined ? {} : { input: d.input }), ...(d.reason === undefined ? {} : { reason: d.reason }) } : { kind: 'reject', ...(d.reason === undefined ? {} : { reason: d.reason }) },
     });
   }
-  for (const call of pending) {
-    if (call.kind !== 'children' || seen.has(call.toolCallId)) continue;
-    const outcomes = await childOutcomes(store, call.children ?? []);
-    if (outcomes) deliveries.push({ pending: call, answer: { kind: 'children', outcomes } });
-  }
+  for (const call of pending) if (call.kind === 'children' && !seen.has(call.toolCallId)) deliveries.push(...(await childrenDelivery(store, call, reattachable)));
   return deliveries;
+}
+
+/** A `children` call's delivery: its children's outcomes once all have ended, or a re-attach to a sub-agent child running again here. */
+async function childrenDelivery(store: StateStore, call: PendingCall, reattachable: (call: PendingCall) => boolean): Promise<Delivery[]> {
+  const outcomes = await childOutcomes(store, call.children ?? []);
+  if (outcomes) return [{ pending: call, answer: { kind: 'children', outcomes } }];
+  // A sub-agent call whose child runs again in this process (an answer resumed it): the resumed run re-attaches to it.
+  return reattachable(call) ? [{ pending: call, answer: { kind: 'children', outcomes: [] } }] : [];
 }
 
 /** What a decision's signature must bind: session, run, call, decision and (approve) the final input. */

@@ -31,6 +31,7 @@ export class RunBooks {
   readonly #toolCalls: Record<string, number> = {};
   readonly #childrenPerStep = new Map<number, number>();
   readonly #children: AgentHandle[] = [];
+  #waitingOnChildren = 0;
   #spend: Spend = { tokens: 0, costUsd: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0, model: undefined };
 
   /** Books one usage entry (it is written with, or after, the commit of the work it belongs to). */
@@ -95,6 +96,16 @@ export class RunBooks {
   /** Notes a child run this run's sub-agent calls ran (its usage belongs to this run's rollup too). */
   addChild(handle: AgentHandle): void {
     this.#children.push(handle);
+  }
+
+  /** A sub-agent call began (+1) or stopped (-1) waiting for its child run. */
+  waitingOnChildren(delta: 1 | -1): void {
+    this.#waitingOnChildren += delta;
+  }
+
+  /** How many of this run's sub-agent calls wait for their child runs right now. */
+  get childWaits(): number {
+    return this.#waitingOnChildren;
   }
 
   /** The child runs of this run's sub-agent calls, in the order they ended. */

@@ -1,4 +1,4 @@
-import { AgentError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
+import { AgentError, RunHandedOffError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
 import type { ExitReason } from '../hooks/types.js';
 import type { PendingCall, RunStatus, SuspensionReason, SuspensionRecord } from '../store.js';
 import { crashPoint } from './crash-points.js';
@@ -44,6 +44,15 @@ function replaceResultRow(run: Run, call: ToolCall): void {
     const row = rows[i];
     if (row?.role === 'tool' && row.toolCallId === call.id) run.work.replace(i, stoppedResult(call));
   }
+}
+
+/** The executor is shutting down: the run lets itself go between two steps (the error to end it with). */
+export function handOffSelf(run: Run): RunSupersededError | undefined {
+  // A run already stopped (or superseded) ends that way instead.
+  if (run.setup.children?.shutdown?.aborted !== true || run.signal.aborted) return undefined;
+  const letGo = new RunHandedOffError(run.setup.sessionId, run.setup.runId);
+  run.setup.abort.abort(letGo);
+  return letGo;
 }
 
 /** The run's own supersede, whether thrown by a fenced write or signalled by a lost lease. */
@@ -134,11 +143,18 @@ export async function fail(run: Run, error: AgentError, startHookFired: boolean)
   return run.result(status, { error: error.info });
 }
 
-/** onAgentSuperseded (observe-only); the run writes nothing more, not even to the stream. */
+/**
+ * onAgentSuperseded (observe-only); the run writes nothing more, not even to the stream. A run this
+ * process let go at shutdown ends the same way without the hook: its status stays `running`, and
+ * recover() in another process continues it from its last commit.
+ */
 export async function superseded(run: Run, error: RunSupersededError): Promise<AgentResult> {
   run.noteSuperseded(error);
   // Its uncommitted rows go; the payload reports the state as the run had it.
   run.work.discardStep(run.work.mark());
+  if (RunHandedOffError.isHandOff(run.signal.reason)) {
+    return run.result('running', { error: new AgentError('run_handed_off', `Run ${run.setup.runId} was let go by its process; recover() continues it.`, { details: { sessionId: run.setup.sessionId } }).info });
+  }
   if (run.hooks.has('onAgentSuperseded')) {
     await run.hooks.fireObserveOnly('onAgentSuperseded', { error, finalState: run.state, stepCount: run.stepCount, durationMs: run.durationMs() }, scopeOf(RUN_OWNER));
   }

@@ -1,12 +1,12 @@
 import type { AgentConfig } from '../define.js';
-import { AgentError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
-import { HookManager, type HookEntry, type HookObject } from '../hooks/manager.js';
+import { AgentError, RunHandedOffError, RunInterruptedError, RunSupersededError, StateCommitError } from '../errors.js';
+import { HookManager, type HookObject } from '../hooks/manager.js';
 import type { AgentHooks } from '../hooks/types.js';
 import type { LLMAdapter, LanguageModel, ModelRegistry } from '../llm.js';
 import type { Message } from '../messages.js';
 import type { BeginRunRequest, ClaimedRun, RunLease, RunOptionsRecord, StateStore } from '../store.js';
+import { executionHooks, rollupWithChildren, runOptionsRecord, sameHandler, turnInput } from './launch-records.js';
 import type { StartSignalKind, StreamChunkInput, StreamManager, StreamWriter } from '../stream.js';
-import { mergeRollups, type UsageRollup } from '../usage.js';
 import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
 import { crashPoint } from './crash-points.js';
 import type { AuditHooks } from './hook-dispatch.js';
@@ -76,50 +76,31 @@ export interface LauncherConfig {
   readonly providers?: ModelRegistry;
   /** Where loops run (absent: in this process, right after the entry). */
   readonly host?: RunHost;
+  /** Told when a run of this launcher has ended here (before its handle's result resolves). */
+  readonly onEnded?: (ended: RunEndedInfo) => Promise<void>;
+}
+
+/** A run that ended in this process, as {@link LauncherConfig.onEnded} hears of it. */
+export interface RunEndedInfo {
+  readonly sessionId: string;
+  readonly parentSessionId?: string;
+  readonly result: AgentResult;
+}
+
+/** A run live in this process, as the executor's shutdown sees it. */
+export interface LiveRun {
+  readonly handle: AgentHandle;
+  /** How many of its sub-agent calls wait for their children right now. */
+  childWaits(): number;
+  /** Lets the run go: it stops without a terminal hook, its lease is released, and recover() elsewhere continues it. */
+  handOff(): Promise<AgentResult>;
+  /** True once another process took the run over (its lease was lost): nothing of it is this process's to hand off. */
+  lost(): boolean;
+  /** Resolves once the run's start signal has fired (or the run ended). */
+  readonly opened: Promise<void>;
 }
 
 const EMPTY_MANAGER = new HookManager<unknown, unknown>();
-
-/** What the run record keeps of how a run began, so any process can recover it. */
-function runOptionsRecord(spec: BeginSpec, options: RunCallOptions): RunOptionsRecord {
-  return {
-    ...(spec.input === undefined ? {} : { input: spec.input }),
-    ...(options.userId === undefined ? {} : { userId: options.userId }),
-    ...(options.tags === undefined ? {} : { tags: options.tags }),
-    ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
-    ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
-    ...(spec.parentToolCallId === undefined ? {} : { parentToolCallId: spec.parentToolCallId }),
-    ...(spec.depth ? { depth: spec.depth } : {}),
-    ...(spec.previousRunId === undefined ? {} : { previousRunId: spec.previousRunId }),
-    ...(spec.restoreCheckpointId === undefined ? {} : { restoredCheckpointId: spec.restoreCheckpointId }),
-    start: spec.start,
-  };
-}
-
-/** A run's rollup with its sub-agents' (each child's own rollup includes its children). */
-async function rollupWithChildren(own: UsageRollup, children: readonly AgentHandle[]): Promise<UsageRollup> {
-  const parts = [];
-  for (const child of children) {
-    const rollup = await child.getUsageRollup();
-    if (rollup) parts.push({ sessionId: child.sessionId, runId: child.runId, rollup });
-  }
-  return mergeRollups(own, parts);
-}
-
-/** A run's execution-level hooks as one manager (its children inherit them), or nothing when it has none. */
-function executionHooks(options: Pick<RunCallOptions, 'hooks' | 'hookManager'>): { executionHooks?: HookManager<unknown, unknown> } {
-  return options.hooks || options.hookManager ? { executionHooks: new HookManager<unknown, unknown>(options.hookManager, options.hooks) } : {};
-}
-
-/** The same handler twice: the same function, or the same class-based hook at the same point. */
-function sameHandler(a: HookEntry, b: HookEntry): boolean {
-  return a.handler === b.handler || (a.owner !== undefined && a.owner === b.owner);
-}
-
-/** The user's text among a turn's input rows (empty when there is none). */
-function turnInput(rows: readonly Message[] | undefined): string {
-  return rows?.find((m) => m.role === 'user')?.content ?? '';
-}
 
 /**
  * Starts runs: the entry (run-start commit, stream claim, run_started chunk; a failure there rejects
@@ -132,7 +113,7 @@ export class RunLauncher {
   readonly #warmed = new Set<HookObject>();
   readonly #listeners = new Set<(info: RunStartedInfo) => void>();
   readonly #agentHooks = new WeakMap<object, HookManager<unknown, unknown>>();
-  readonly #live = new Map<string, AgentHandle>();
+  readonly #live = new Map<string, LiveRun>();
 
   constructor(config: LauncherConfig) {
     this.#config = config;
@@ -141,7 +122,17 @@ export class RunLauncher {
 
   /** The run this process is running on `sessionId`, if any. */
   live(sessionId: string): AgentHandle | undefined {
-    return this.#live.get(sessionId);
+    return this.#live.get(sessionId)?.handle;
+  }
+
+  /** Resolves once the start signal of the run live here on `sessionId` has fired (at once when none is live). */
+  async opened(sessionId: string): Promise<void> {
+    await this.#live.get(sessionId)?.opened;
+  }
+
+  /** Every run live in this process. */
+  liveRuns(): LiveRun[] {
+    return [...this.#live.values()];
   }
 
   /** Begins a run: K1 (which may open a turn or restore a checkpoint), the stream claim and run_started, then the loop (on the host, when there is one). */
@@ -345,7 +336,8 @@ export class RunLauncher {
       .finally(() => {
         stopLease();
         pacer?.end();
-      });
+      })
+      .then((result) => this.#ended(setup, result));
     const stop = async (reason?: string): Promise<AgentResult> => {
       if (!abort.signal.aborted) abort.abort(new RunInterruptedError(reason ?? 'The run was interrupted.'));
       return done;
@@ -356,16 +348,41 @@ export class RunLauncher {
       runId,
       streamId: setup.streamId,
       result: () => done,
-      stream: () => c.streamManager.read(setup.streamId, { fromSeq: setup.writer.startSeq, untilRunEnds: runId }),
+      stream: (options) => c.streamManager.read(setup.streamId, { fromSeq: setup.writer.startSeq, untilRunEnds: runId, ...(options?.signal ? { signal: options.signal } : {}) }),
       getUsageRollup: async () => (usageStore ? rollupWithChildren(await usageStore.getRollup({ runId }), run.books.children()) : undefined),
       stop,
       interrupt: stop,
     };
-    this.#live.set(sessionId, handle);
+    const live: LiveRun = {
+      handle,
+      childWaits: () => run.books.childWaits,
+      handOff: async () => {
+        if (!abort.signal.aborted) abort.abort(new RunHandedOffError(sessionId, runId));
+        return done;
+      },
+      opened: run.opened,
+      lost: () => stopLease.lost || (abort.signal.aborted && RunSupersededError.isInstance(abort.signal.reason) && !RunHandedOffError.isHandOff(abort.signal.reason)),
+    };
+    this.#live.set(sessionId, live);
     void done.then(() => {
-      if (this.#live.get(sessionId) === handle) this.#live.delete(sessionId);
+      if (this.#live.get(sessionId) === live) this.#live.delete(sessionId);
     });
     return handle;
+  }
+
+  /**
+   * After the loop: a run let go at shutdown releases its lease (so any process may recover it at
+   * once), then the executor hears of the ending (a parent may resume), then the handle resolves.
+   */
+  async #ended(setup: RunSetup, result: AgentResult): Promise<AgentResult> {
+    const c = this.#config;
+    if (result.status === 'running') {
+      await c.stateStore.renewLease(setup.runId, setup.epoch, 0, Date.now()).catch((error: unknown) => c.logger.warn(`releasing the lease of run ${setup.runId} failed: ${String(error)}`));
+    }
+    await c.onEnded?.({ sessionId: setup.sessionId, ...(setup.parentSessionId === undefined ? {} : { parentSessionId: setup.parentSessionId }), result }).catch((error: unknown) => {
+      c.logger.error(`after the end of run ${setup.runId}: ${error instanceof Error ? error.message : String(error)}`);
+    });
+    return result;
   }
 
   #announce(info: RunStartedInfo): void {

@@ -8,7 +8,7 @@ import type { Verdict } from './hook-dispatch.js';
 import { tooManyMessages } from './limits.js';
 import { modelReply } from './model-call.js';
 import type { AgentResult } from './result.js';
-import { finish, fail, ownSupersede, stopAfterTools, StopWithRecords, superseded, suspend, type Ending } from './run-end.js';
+import { finish, fail, handOffSelf, ownSupersede, stopAfterTools, StopWithRecords, superseded, suspend, type Ending } from './run-end.js';
 import { openRun, type Progress, type RunStart } from './run-start.js';
 import { scopeOf, STEP_OWNER, type Run } from './run.js';
 import { firstTripped } from './stop-conditions.js';
@@ -34,6 +34,8 @@ export async function runLoop(run: Run, adapter: LLMAdapter, start: RunStart): P
     if (opened) return opened;
     const warned = new Set<string>();
     for (;;) {
+      const letGo = handOffSelf(run);
+      if (letGo) throw letGo;
       if (run.stepCount >= run.setup.agent.maxSteps) return await finish(run, maxStepsEnding(run), progress.startHookFired);
       // A conversation past maxMessages gets no further model call (the rows so far are committed).
       const rows = run.work.messages.length;
@@ -44,6 +46,8 @@ export async function runLoop(run: Run, adapter: LLMAdapter, start: RunStart): P
     }
   } catch (error) {
     return endOnError(run, error, progress);
+  } finally {
+    run.markOpened();
   }
 }
 

@@ -58,6 +58,8 @@ export interface ChildStart {
   readonly usageStore?: UsageStore;
   /** The parent's execution-level hooks: the child runs them after its own agent's hooks. */
   readonly executionHooks?: HookManager<unknown, unknown>;
+  /** The child may exist already (a recovered or resumed parent): re-attach to its run instead of starting a new turn. */
+  readonly attach: boolean;
 }
 
 /** The runtime's side of sub-agent calls: start a child run, or re-attach to the one a recovered parent spawned. */
@@ -67,4 +69,6 @@ export interface ChildRunner {
   /** The most sub-agent calls one step may make (more get `subagent_fanout_exceeded`). */
   readonly maxPerStep: number;
   start(agent: AgentConfig<unknown, unknown>, input: string, child: ChildStart): Promise<AgentHandle>;
+  /** Aborted when the executor shuts down: sub-agent calls stop waiting for their children, and their parents suspend. */
+  readonly shutdown?: AbortSignal;
 }

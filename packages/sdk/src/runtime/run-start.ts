@@ -6,7 +6,8 @@ import { startSignalRecord } from './journal-records.js';
 import type { AgentResult } from './result.js';
 import { finish, stopAfterTools, suspend } from './run-end.js';
 import type { Run } from './run.js';
-import { deliverAnswer, type PendingAnswer } from './tool-answers.js';
+import { DELIVERY_STEP, deliverAnswer, type PendingAnswer } from './tool-answers.js';
+import { replayRecordedCalls } from './call-replay.js';
 import type { WorkingMark } from './working-copy.js';
 
 /** An answer a resumed run delivers, with the call it answers. */
@@ -62,6 +63,7 @@ export async function openRun(run: Run, start: RunStart, progress: Progress): Pr
     if (marker.status === 'ran') await fireStartSignal(run, start);
     else signalFiredBefore = true;
   }
+  run.markOpened();
   // The turn's start work runs once per turn: onAgentStart is the start signal of a new turn, and owed
   // start work (startSignal false) for a resume, retry, rewind or recovery that discarded it.
   if (!start.turnStartCommitted) await startWork(run, start, start.signal === 'start' && !signalFiredBefore);
@@ -107,7 +109,10 @@ async function startWork(run: Run, start: RunStart, startSignal: boolean): Promi
 async function deliver(run: Run, start: RunStart): Promise<AgentResult | undefined> {
   // Answers whose rows a recovered process already committed are not delivered twice.
   const answered = new Set(run.work.messages.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
-  const outcomes = await Promise.all((start.deliveries ?? []).filter((d) => !answered.has(d.pending.toolCallId)).map((d) => deliverAnswer(run, d.pending, d.answer)));
+  const due = (start.deliveries ?? []).filter((d) => !answered.has(d.pending.toolCallId));
+  // Results a process that died recorded come back first, in the order they were recorded.
+  const replayed = await replayRecordedCalls(run, due.map((d) => ({ id: d.pending.toolCallId, name: d.pending.toolName, arguments: d.pending.input })), DELIVERY_STEP);
+  const outcomes = await Promise.all(due.map((d) => replayed.get(d.pending.toolCallId) ?? deliverAnswer(run, d.pending, d.answer)));
   if (run.signal.aborted) stopAfterTools(run, outcomes);
   const pending = [...(start.stillPending ?? []), ...outcomes.flatMap((o) => (o.pending ? [o.pending] : []))];
   if (pending.length > 0) return suspend(run, pending, false);

@@ -54,6 +54,9 @@ export class Run implements HookHost {
   readonly runScope: WriteScope = scopeOf(RUN_OWNER);
   #stepCount: number;
   #superseded: RunSupersededError | undefined;
+  #markOpened: () => void = () => {};
+  /** Resolves once the run's start signal has fired (or the run ended without one). */
+  readonly opened: Promise<void> = new Promise((resolve) => (this.#markOpened = resolve));
 
   constructor(setup: RunSetup, origin: RunOrigin, recorder: StepRecorder) {
     this.setup = setup;
@@ -63,6 +66,11 @@ export class Run implements HookHost {
     this.guards = guardsFor(setup.agent.limits);
     this.startedAt = origin.startedAt;
     this.#stepCount = origin.stepCount ?? 0;
+  }
+
+  /** The run's start signal fired (or it will not fire): what waits for {@link opened} goes on. */
+  markOpened(): void {
+    this.#markOpened();
   }
 
   /** Steps this run has committed: the 0-based index of the current step. */

@@ -56,6 +56,12 @@ export interface StepRecorder {
   stepCommitted(step: number): void | Promise<void>;
   /** Whether a process that died already recorded this key (any kind of record). */
   has(key: StepKey): boolean;
+  /**
+   * The keys among `keys` whose work a process that died recorded a value for, in the order it recorded
+   * them. Work whose writes were made one after another on the live state (parallel calls' results,
+   * sub-agents' folds) must be replayed in this order: their patches hold absolute values.
+   */
+  recordedOrder(keys: readonly StepKey[]): StepKey[];
 }
 
 /** The journal key and kind of a step key (one encoding for every store). */
@@ -100,6 +106,18 @@ export class JournalStepRecorder implements StepRecorder {
     if (this.#entries.size === 0) return false;
     const { key: id, startKey } = journalKey(key);
     return this.#entries.has(id) || (startKey !== undefined && this.#entries.has(startKey));
+  }
+
+  recordedOrder(keys: readonly StepKey[]): StepKey[] {
+    if (this.#entries.size === 0 || keys.length === 0) return [];
+    const byId = new Map(keys.map((k) => [journalKey(k).key, k] as const));
+    const ordered: StepKey[] = [];
+    // The map keeps the order the entries were loaded in (oldest first) and appended in.
+    for (const id of this.#entries.keys()) {
+      const key = byId.get(id);
+      if (key) ordered.push(key);
+    }
+    return ordered;
   }
 
   async replay<T>(key: StepKey, schema: z.ZodType<T>): Promise<Exclude<StepOutcome<T>, { status: 'ran' }> | undefined> {

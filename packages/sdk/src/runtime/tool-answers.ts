@@ -8,7 +8,7 @@ import { errorResult, executeCall, invalidInput, type ToolOutcome } from './tool
 import { beforeToolChain, blockCall, cancelCall, recordResult } from './tool-steering.js';
 
 /** The step index a delivered call is recorded under: before the resumed run's first step. */
-const DELIVERY_STEP = -1;
+export const DELIVERY_STEP = -1;
 
 /** An answer a resumed run delivers for a pending call. */
 export type PendingAnswer =
@@ -42,7 +42,8 @@ async function runEdited(run: Run, tool: ToolDefinition, call: ToolCall, edited:
  * Delivers the answer to a call a suspended run was waiting on, in the resumed run (the canonical order
  * without the beforeTool chain, which ran before the suspension): an approved call runs (edited
  * arguments go through the beforeTool chain again), a rejected one gets a `permission_denied` result, a client result or the children's outcomes
- * become the call's result. onMessage and afterTool fire for each.
+ * become the call's result; a sub-agent call re-attaches to its child and ends as it would have
+ * (afterSubAgent, then the result). onMessage and afterTool fire for each.
  */
 export async function deliverAnswer(run: Run, pending: PendingCall, answer: PendingAnswer): Promise<ToolOutcome> {
   const tool = run.setup.agent.toolsByName.get(pending.toolName);
@@ -53,6 +54,8 @@ export async function deliverAnswer(run: Run, pending: PendingCall, answer: Pend
     return { call, stopped: false };
   }
   if (answer.kind === 'approve') return answer.input === undefined ? executeCall(run, tool, call, scope, DELIVERY_STEP) : runEdited(run, tool, call, answer.input);
+  // A sub-agent call re-attaches to its child (ended, or running again in this process): afterSubAgent folds its outcome.
+  if (answer.kind === 'children' && tool.subAgent) return executeCall(run, tool, call, scope, DELIVERY_STEP, 'attach');
   let row: ToolResultMessage;
   let error: AgentError | undefined;
   let result: unknown;

@@ -9,7 +9,8 @@ import { unserializable } from './json-value.js';
 import { toolCallRefused } from './limits.js';
 import { checkSchema, type SchemaCheck } from '../tool-schema.js';
 import { callScope, type Run } from './run.js';
-import { runSubAgent } from './sub-agent-call.js';
+import { pushToolUsage, replayCall, replayRecordedCalls } from './call-replay.js';
+import { runSubAgent, spawnedCall, type SubAgentMode } from './sub-agent-call.js';
 import { beforeToolChain, blockCall, cancelCall, recordResult } from './tool-steering.js';
 import { AwaitChildrenSignal, toolContext } from './tool-context.js';
 
@@ -58,11 +59,12 @@ export async function runToolCalls(run: Run, requested: readonly ToolCall[]): Pr
   const max = run.setup.limits.maxToolCallsPerStep;
   const calls = requested.length > max ? requested.slice(0, max) : requested;
   const regular = calls.filter((c) => c.name !== FINISH_TOOL_NAME);
+  const replayed = await replayRecordedCalls(run, regular, run.stepCount);
   let raise: (error: unknown) => void = () => {};
   const supersede = new Promise<never>((_resolve, reject) => (raise = reject));
   const all = Promise.allSettled(
     regular.map((call) =>
-      runToolCall(run, call).catch((error: unknown) => {
+      (replayed.get(call.id) ?? runToolCall(run, call)).catch((error: unknown) => {
         if (isOwnSupersede(run, error)) {
           run.noteSuperseded(error);
           raise(error);
@@ -126,6 +128,9 @@ async function runToolCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
     return { call, stopped: true };
   }
   const scope = callScope(call.id);
+  // A sub-agent call a process that died spawned already passed beforeTool: it re-attaches to its child.
+  const spawned = tool.subAgent ? await spawnedCall(run, { ...call, arguments: parsed.value }, scope) : undefined;
+  if (spawned) return executeCall(run, tool, spawned, scope);
   const steered = await beforeToolChain(run, tool, call, parsed.value, scope);
   // No new work once the run is superseded or stopped.
   if (run.superseded) throw run.superseded;
@@ -165,11 +170,13 @@ async function fromRecorder(run: Run, tool: ToolDefinition, call: ToolCall, step
  * result, so it runs at most once); a pure one just runs. Its tool_end chunk and usage follow the
  * record, so nothing announces a result a crash could still lose. Shared by a step's calls and an
  * approved call that a resumed run delivers (`step` -1: before the resumed run's first step, so its key
- * never meets a call of that step with the same id).
+ * never meets a call of that step with the same id). A sub-agent call records its result but no start
+ * marker: its child is a session of its own, so a recovered call re-attaches to it instead of being
+ * given up (`mode` says whether the call spawns its child or re-attaches to it).
  */
-export async function executeCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, step = run.stepCount): Promise<ToolOutcome> {
+export async function executeCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, step = run.stepCount, mode: SubAgentMode = 'spawn'): Promise<ToolOutcome> {
   if (!tool.sideEffects) {
-    const ran = await runCall(run, tool, call, scope);
+    const ran = await runCall(run, tool, call, scope, mode);
     return isOutcome(ran) ? ran : announce(run, tool, call, ran);
   }
   let ranNow: CallRun | undefined;
@@ -178,7 +185,7 @@ export async function executeCall(run: Run, tool: ToolDefinition, call: ToolCall
       { kind: 'tool_call', step, callId: call.id },
       callResultRecord,
       async () => {
-        const ran = await runCall(run, tool, call, scope);
+        const ran = await runCall(run, tool, call, scope, mode);
         if (isOutcome(ran)) throw new EndedWithoutResult(ran);
         ranNow = ran;
         return ran.record;
@@ -224,12 +231,14 @@ async function announce(run: Run, tool: ToolDefinition, call: ToolCall, ran: Cal
 type BodyEnd = { readonly result: unknown; readonly error?: AgentError } | ToolOutcome;
 
 /** The call's body: the tool's execute (or a sub-agent's child run), its output checked against the tool's outputSchema. */
-async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<BodyEnd> {
+async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode): Promise<BodyEnd> {
   const execute = tool.execute;
   if (!execute) throw new Error(`Tool ${tool.name} has no execute function.`);
   try {
     if (tool.subAgent) {
-      const child = await runSubAgent(run, tool, call, scope);
+      const child = await runSubAgent(run, tool, call, scope, mode);
+      // The child waits (suspended, or let go at shutdown): so does the call, and the run suspends on it.
+      if ('waiting' in child) return { call, stopped: false, pending: { toolCallId: call.id, toolName: tool.name, input: call.arguments, kind: 'children', children: child.waiting } };
       // A child the parent's stop ended is a call the stop cancelled.
       if (!child.ok && run.signal.aborted) return await cancelCall(run, tool, call, scope);
       return child.ok ? await checkedResult(tool, child.result) : { result: undefined, error: child.error };
@@ -250,11 +259,11 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
 }
 
 /** tool_start, the body, onStateChange*, onMessage(result), the afterTool chain; the tool_end chunk to write once the result is recorded. */
-async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<CallRun | ToolOutcome> {
+async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode): Promise<CallRun | ToolOutcome> {
   await run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: call.arguments, ...run.chunkBase() });
   const startedAt = performance.now();
   run.books.countToolCall(tool.name);
-  const body = await callBody(run, tool, call, scope);
+  const body = await callBody(run, tool, call, scope, mode);
   if ('stopped' in body) return body;
   let result = body.result;
   let error = body.error;
@@ -276,7 +285,7 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
   const failure = error ?? tooLarge;
   const stored = failure === undefined;
   const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: stored, durationMs, ...(failure ? { error: failure.info } : { result: rewritten ? rewritten.result : result }), ...run.chunkBase() };
-  return { record: { message, patches: run.work.patchesOf(scope.owner), success: stored, durationMs, ...(finishOutput && stored ? { finishOutput } : {}) }, end };
+  return { record: { message, patches: run.work.patchesOf(scope.owner), seqs: run.work.seqsOf(scope.owner), success: stored, durationMs, ...(finishOutput && stored ? { finishOutput } : {}) }, end };
 }
 
 /**
@@ -313,17 +322,4 @@ function unstorableResult(tool: ToolDefinition, result: unknown): AgentError | u
     hint: 'Return JSON values only: no BigInt, functions, symbols or circular objects.',
     details: { tool: tool.name, problem },
   });
-}
-
-/** A recorded call result: its row and writes come back, no hook fires and the tool does not run. */
-async function replayCall(run: Run, call: ToolCall, tool: ToolDefinition, record: CallResultRecord): Promise<ToolOutcome> {
-  const scope = callScope(call.id);
-  run.work.applyRecorded(record.patches, scope.owner);
-  await run.appendMessage(record.message, run.runScope, false);
-  pushToolUsage(run, tool, call.id, record.success, record.durationMs);
-  return { call, stopped: false, ...(record.finishOutput ? { finishOutput: record.finishOutput } : {}) };
-}
-
-function pushToolUsage(run: Run, tool: ToolDefinition, toolCallId: string, success: boolean, durationMs: number): void {
-  run.books.addUsage({ kind: 'tool', sessionId: run.setup.sessionId, runId: run.setup.runId, stepIndex: run.stepCount, toolName: tool.name, toolCallId, success, durationMs, at: Date.now() });
 }

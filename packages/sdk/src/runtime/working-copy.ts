@@ -19,6 +19,8 @@ interface StateWrite {
   readonly patches: readonly StatePatch[];
   /** The state right after this write. */
   readonly after: unknown;
+  /** Its place among the run's writes (in this process, or as recorded by the process that made it). */
+  readonly seq: number;
 }
 
 /** A point in the working copy that {@link WorkingCopy.rollbackTo} returns to. */
@@ -48,6 +50,8 @@ export class WorkingCopy {
   readonly #writes: StateWrite[] = [];
   /** An upper bound of the working state's JSON length (undefined: unknown, measured at the next check). */
   #sizeBound: number | undefined;
+  /** The next write's {@link StateWrite.seq}: it only grows, across commits and replays. */
+  #seq = 0;
 
   constructor(state: unknown, messages: readonly Message[]) {
     this.#state = freeze(state, true);
@@ -91,18 +95,23 @@ export class WorkingCopy {
     const [next, patches] = produceWithPatches(this.#state, updater);
     // Kept even when it changed nothing here: run again on another base (a stop's recompose), it may.
     const statePatches = next === this.#state ? NO_PATCHES : (patches as unknown as readonly StatePatch[]);
-    this.#writes.push({ owner, updater, patches: statePatches, after: next });
+    this.#writes.push({ owner, updater, patches: statePatches, after: next, seq: this.#seq++ });
     if (next === this.#state) return undefined;
     this.#state = next;
     this.#grow(statePatches);
     return statePatches;
   }
 
-  /** Applies recorded patches (a replayed journal entry) owned by `owner`. */
-  applyRecorded(patches: readonly StatePatch[], owner: string): void {
+  /**
+   * Applies recorded patches (a replayed journal entry) owned by `owner`; `seq` is the place the process
+   * that made them gave them (later writes here come after it).
+   */
+  applyRecorded(patches: readonly StatePatch[], owner: string, seq?: number): void {
     if (patches.length === 0) return;
     this.#state = freeze(applyPatches(this.#state as object, patches as unknown as Patch[]), true);
-    this.#writes.push({ owner, updater: undefined, patches, after: this.#state });
+    const at = seq ?? this.#seq;
+    this.#writes.push({ owner, updater: undefined, patches, after: this.#state, seq: at });
+    this.#seq = Math.max(this.#seq, at + 1);
     this.#grow(patches);
   }
 
@@ -148,6 +157,13 @@ export class WorkingCopy {
   patchesOf(owner: string): StatePatch[] {
     const out: StatePatch[] = [];
     for (const write of this.#writes) if (write.owner === owner) for (const p of write.patches) out.push(p);
+    return out;
+  }
+
+  /** The place of each of {@link patchesOf}'s patches among the run's writes (one number per patch). */
+  seqsOf(owner: string): number[] {
+    const out: number[] = [];
+    for (const write of this.#writes) if (write.owner === owner) for (let i = 0; i < write.patches.length; i++) out.push(write.seq);
     return out;
   }
 

@@ -4,7 +4,7 @@ import { AgentError } from '../../errors.js';
 import type { HookManager } from '../../hooks/manager.js';
 import type { AgentHandle, AgentRuntime, ExecuteOptions, RecoverOptions, ResumeOptions, RetryOptions, RunCallOptions } from '../../runtime/agent-runtime.js';
 import type { AgentResult } from '../../runtime/result.js';
-import type { CrashControl, LeaseControl, RuntimeInstance, StoreFaults } from './factory.js';
+import type { CrashControl, LeaseControl, ProcessControl, RuntimeInstance, StoreFaults } from './factory.js';
 import { TraceRecorder, orderParallelCalls, orderToolRows, traceMessage, type HookLayer } from './recorder.js';
 import { toJson, type JsonValue, type RuntimeTrace, type TraceEntry, type TraceEntryName, type TraceNote, type TraceResult, type TraceRun, type TraceSession } from './trace.js';
 
@@ -56,6 +56,8 @@ export interface ScenarioContext {
   leases(): LeaseControl;
   /** Doomed runtimes (capability `crashRecovery`). */
   crashes(): CrashControl;
+  /** Second processes on the same stores (capability `secondProcess`). */
+  processes(): ProcessControl;
 }
 
 /** How long a scenario waits for a run's result before giving up. */
@@ -248,6 +250,11 @@ export class ScenarioRecorder implements ScenarioContext {
   crashes(): CrashControl {
     if (!this.#instance.crashes) throw new Error('the runtime instance has no `crashes` (capability crashRecovery)');
     return this.#instance.crashes;
+  }
+
+  processes(): ProcessControl {
+    if (!this.#instance.processes) throw new Error('the runtime instance has no `processes` (capability secondProcess)');
+    return this.#instance.processes;
   }
 
   /** Builds the normalized trace: hooks (parallel calls listed per call), entries, notes, then every run and session as stored. */

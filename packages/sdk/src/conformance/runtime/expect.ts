@@ -15,6 +15,7 @@ export const call = (n: number): string => `call#${n}`;
 export const R1 = run(1);
 export const R2 = run(2);
 export const R3 = run(3);
+export const R4 = run(4);
 export const S1 = session(1);
 export const S2 = session(2);
 export const C1 = call(1);

@@ -6,12 +6,14 @@ import type { AgentRuntime } from '../../runtime/agent-runtime.js';
  * - `storeFaults`: the stores can be made to fail one operation ({@link StoreFaults});
  * - `leaseLoss`: another process can take a running run over ({@link LeaseControl});
  * - `crashRecovery`: a second runtime on the same stores can be made to die at a named point, so that
- *   `recover()` continues its run ({@link CrashControl}).
+ *   `recover()` continues its run ({@link CrashControl});
+ * - `secondProcess`: a second runtime on the same stores, as another process would run, which the
+ *   scenario may close (its process stops) while runs are going ({@link ProcessControl}).
  */
-export type RuntimeCapability = 'storeFaults' | 'leaseLoss' | 'crashRecovery';
+export type RuntimeCapability = 'storeFaults' | 'leaseLoss' | 'crashRecovery' | 'secondProcess';
 
 /** Every capability, in a stable order. */
-export const RUNTIME_CAPABILITIES: readonly RuntimeCapability[] = Object.freeze(['storeFaults', 'leaseLoss', 'crashRecovery'] as const);
+export const RUNTIME_CAPABILITIES: readonly RuntimeCapability[] = Object.freeze(['storeFaults', 'leaseLoss', 'crashRecovery', 'secondProcess'] as const);
 
 /** A store operation {@link StoreFaults.inject} makes fail once. */
 export type StoreFault =
@@ -53,6 +55,16 @@ export interface CrashControl {
   startDoomed(dieAt: CrashPoint): Promise<DoomedRuntime>;
 }
 
+/** Second processes (capability `secondProcess`). */
+export interface ProcessControl {
+  /**
+   * A second runtime on the same stores, as another process would run. Its `close()` is its process
+   * stopping: runs it still has must be left so that the runtime under test can continue them (a
+   * parent waiting on sub-agent children suspends on them; other runs are handed to `recover()`).
+   */
+  start(): Promise<AgentRuntime>;
+}
+
 /** What one scenario needs from the runtime it gets, so a factory can configure it (e.g. a short lease). */
 export interface RuntimeNeeds {
   readonly capabilities: readonly RuntimeCapability[];
@@ -67,6 +79,8 @@ export interface RuntimeInstance {
   readonly leases?: LeaseControl;
   /** Present when the factory declares `crashRecovery`. */
   readonly crashes?: CrashControl;
+  /** Present when the factory declares `secondProcess`. */
+  readonly processes?: ProcessControl;
   /** Closes the runtime and its stores (runs still going may be abandoned). */
   close(): Promise<void>;
 }

@@ -365,3 +365,39 @@ export function approvedRemoveTrace(a: ApprovedRemove): ExpectedTrace {
     sessions: [storedSession(S1, R2, state, [row.user(a.input), ...callRows(toolCall(C1, 'remove', { path: a.path }), { removed: ranWith }), row.assistant(a.reply)])],
   };
 }
+
+// ---------------------------------------------------------------------------------------------------
+// Hooks: sub-agent calls
+
+/** A sub-agent call starting at `step`: beforeTool of `call`, then beforeSubAgent(`call`, `agentType`); the child's run follows. */
+export function spawnsChild(runId: string, step: number, call: TraceToolCall, agentType: string): TraceEvent[] {
+  const s = at(runId, step);
+  return [s.beforeTool(call.call, call.tool, call.args), { point: 'beforeSubAgent', run: runId, step, call: call.call, agentType }];
+}
+
+/** What a parent's sub-agent call ends with: the child's success (its output the call's `result`), or its failure (the child's `error`; the call's row `subagent_failed`). */
+export type ChildOutcome = { readonly success: true; readonly result: JsonValue } | { readonly success: false; readonly error: string };
+
+/**
+ * A sub-agent call's end in the parent at `step`, once its child ended: afterSubAgent(`call`,
+ * `agentType`, success, the child's error), onStateChange(source hook, `state`) for the fold
+ * afterSubAgent wrote, onMessage for the call's row at `index` (the child's output, or
+ * `subagent_failed`), afterTool.
+ */
+export function foldsChild(runId: string, step: number, call: TraceToolCall, agentType: string, outcome: ChildOutcome, state: JsonValue, index: number): TraceEvent[] {
+  const s = at(runId, step);
+  const after: TraceEvent = { point: 'afterSubAgent', run: runId, step, call: call.call, agentType, success: outcome.success, ...(outcome.success ? {} : { error: outcome.error }) };
+  const end = outcome.success
+    ? [s.message(index, row.tool(call.call, call.tool, outcome.result)), s.afterTool(call.call, call.tool, call.args, outcome.result)]
+    : [s.message(index, row.toolError(call.call, call.tool, 'subagent_failed')), s.afterToolError(call.call, call.tool, call.args, 'subagent_failed')];
+  return [after, s.state('hook', state), ...end];
+}
+
+/**
+ * A child's whole run when it answers its input `input` with the text `reply` in one step: {@link newTurn}
+ * (onAgentStart true, onMessage for the input at row 0), then {@link completesWithText} (prompt: the
+ * input alone, no tools; the reply at row 1).
+ */
+export function childAnswers(runId: string, input: string, reply: string): TraceEvent[] {
+  return [...newTurn(runId, 0, input), ...completesWithText(runId, 0, { messages: 1, tools: 0 }, 1, reply)];
+}

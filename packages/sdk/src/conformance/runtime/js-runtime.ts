@@ -11,6 +11,7 @@ import {
   type CrashPoint,
   type DoomedRuntime,
   type LeaseControl,
+  type ProcessControl,
   type RuntimeCapability,
   type RuntimeFactory,
   type StoreFault,
@@ -79,7 +80,8 @@ function dies(commit: Commit, at: CrashPoint): boolean {
 /**
  * A {@link RuntimeFactory} of runtime-js (`JSAgentExecutor`) over the stores `openStores` makes, with
  * every capability: store faults through a store wrapper, lease loss through a short lease and a
- * `claimRun` by "another process", crashes through a second executor whose store stops answering.
+ * `claimRun` by "another process", crashes through a second executor whose store stops answering,
+ * second processes as more executors on the same stores.
  */
 export function jsRuntimeFactory(options: JSRuntimeFactoryOptions): RuntimeFactory {
   const capabilities = options.capabilities ?? RUNTIME_CAPABILITIES;
@@ -148,14 +150,23 @@ export function jsRuntimeFactory(options: JSRuntimeFactoryOptions): RuntimeFacto
         return { runtime, died: diedPromise };
       },
     };
+    const others: JSAgentExecutor[] = [];
+    const processes: ProcessControl = {
+      async start() {
+        const runtime = new JSAgentExecutor(stateStore, streamManager, options.llmAdapter, executorOptions);
+        others.push(runtime);
+        return runtime;
+      },
+    };
     return {
       runtime: executor,
       ...(capabilities.includes('storeFaults') ? { faults } : {}),
       ...(capabilities.includes('leaseLoss') ? { leases } : {}),
       ...(capabilities.includes('crashRecovery') ? { crashes } : {}),
+      ...(capabilities.includes('secondProcess') ? { processes } : {}),
       async close() {
         await executor.close();
-        for (const runtime of doomed) await runtime.close();
+        for (const runtime of [...doomed, ...others]) await runtime.close();
         await stores.close();
       },
     };

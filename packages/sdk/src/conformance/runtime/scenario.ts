@@ -3,7 +3,7 @@ import { ScenarioRecorder, type ScenarioContext } from './context.js';
 import { diffValues, type ExpectedTrace, type RuntimeTrace } from './trace.js';
 
 /** The topics scenarios are grouped by (one file each). */
-export type ScenarioTopic = 'lifecycle' | 'start signals' | 'suspension' | 'steering' | 'tools' | 'model calls and limits' | 'error policies' | 'stop' | 'supersede' | 'retry and rewind' | 'recovery';
+export type ScenarioTopic = 'lifecycle' | 'start signals' | 'suspension' | 'steering' | 'tools' | 'model calls and limits' | 'error policies' | 'stop' | 'supersede' | 'retry and rewind' | 'recovery' | 'sub-agents';
 
 /** One scenario: what it drives through the public API, and the full trace it must produce. */
 export interface RuntimeScenario {

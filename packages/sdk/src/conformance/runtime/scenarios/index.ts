@@ -11,8 +11,9 @@ import { stopScenarios } from './stop.js';
 import { supersedeScenarios } from './supersede.js';
 import { retryScenarios } from './retry-rewind.js';
 import { recoveryScenarios } from './recovery.js';
+import { subAgentScenarios } from './sub-agents.js';
 
 /** Every scenario of the runtime conformance suite, by topic. */
-export const runtimeScenarios: readonly RuntimeScenario[] = Object.freeze([...lifecycleScenarios, ...startSignalScenarios, ...suspensionScenarios, ...steeringScenarios, ...toolScenarios, ...modelCallScenarios, ...policyScenarios, ...stopScenarios, ...supersedeScenarios, ...retryScenarios, ...recoveryScenarios, ...regressionScenarios]);
+export const runtimeScenarios: readonly RuntimeScenario[] = Object.freeze([...lifecycleScenarios, ...startSignalScenarios, ...suspensionScenarios, ...steeringScenarios, ...toolScenarios, ...modelCallScenarios, ...policyScenarios, ...stopScenarios, ...supersedeScenarios, ...retryScenarios, ...recoveryScenarios, ...subAgentScenarios, ...regressionScenarios]);
 
-export { lifecycleScenarios, startSignalScenarios, suspensionScenarios, steeringScenarios, toolScenarios, modelCallScenarios, policyScenarios, stopScenarios, supersedeScenarios, retryScenarios, recoveryScenarios, regressionScenarios };
+export { lifecycleScenarios, startSignalScenarios, suspensionScenarios, steeringScenarios, toolScenarios, modelCallScenarios, policyScenarios, stopScenarios, supersedeScenarios, retryScenarios, recoveryScenarios, subAgentScenarios, regressionScenarios };

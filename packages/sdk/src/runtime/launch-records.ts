@@ -1,0 +1,49 @@
+// What the launcher writes on a run record and reads back: how a run began, a turn's input text, and
+// a run's usage rollup with its sub-agents'.
+import { HookManager, type HookEntry } from '../hooks/manager.js';
+import type { Message } from '../messages.js';
+import type { RunOptionsRecord } from '../store.js';
+import { mergeRollups, type UsageRollup } from '../usage.js';
+import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
+import type { BeginSpec } from './run-entry.js';
+
+/** What the run record keeps of how a run began, so any process can recover it. */
+export function runOptionsRecord(spec: BeginSpec, options: RunCallOptions): RunOptionsRecord {
+  return {
+    ...(spec.input === undefined ? {} : { input: spec.input }),
+    ...(options.userId === undefined ? {} : { userId: options.userId }),
+    ...(options.tags === undefined ? {} : { tags: options.tags }),
+    ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
+    ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
+    ...(spec.parentToolCallId === undefined ? {} : { parentToolCallId: spec.parentToolCallId }),
+    ...(spec.depth ? { depth: spec.depth } : {}),
+    ...(spec.previousRunId === undefined ? {} : { previousRunId: spec.previousRunId }),
+    ...(spec.restoreCheckpointId === undefined ? {} : { restoredCheckpointId: spec.restoreCheckpointId }),
+    start: spec.start,
+  };
+}
+
+/** A run's rollup with its sub-agents' (each child's own rollup includes its children). */
+export async function rollupWithChildren(own: UsageRollup, children: readonly AgentHandle[]): Promise<UsageRollup> {
+  const parts = [];
+  for (const child of children) {
+    const rollup = await child.getUsageRollup();
+    if (rollup) parts.push({ sessionId: child.sessionId, runId: child.runId, rollup });
+  }
+  return mergeRollups(own, parts);
+}
+
+/** The user's text among a turn's input rows (empty when there is none). */
+export function turnInput(rows: readonly Message[] | undefined): string {
+  return rows?.find((m) => m.role === 'user')?.content ?? '';
+}
+
+/** A run's execution-level hooks as one manager (its children inherit them), or nothing when it has none. */
+export function executionHooks(options: Pick<RunCallOptions, 'hooks' | 'hookManager'>): { executionHooks?: HookManager<unknown, unknown> } {
+  return options.hooks || options.hookManager ? { executionHooks: new HookManager<unknown, unknown>(options.hookManager, options.hooks) } : {};
+}
+
+/** The same handler twice: the same function, or the same class-based hook at the same point. */
+export function sameHandler(a: HookEntry, b: HookEntry): boolean {
+  return a.handler === b.handler || (a.owner !== undefined && a.owner === b.owner);
+}

@@ -1,0 +1,190 @@
+// Issue 11 item 4: durable children. A process runs a lead agent that fans out to two sub-agents in one
+// step, against SQLite and again against Postgres; it is killed with SIGKILL after beforeSubAgent, while
+// a child runs, after a child completed but before the lead folded it, with the fold recorded but not
+// committed, and after the fold's step commit. A fresh process recovers the lead and its children; the
+// test checks that every child ran once, every afterSubAgent fired once, no recorded spawn fired
+// beforeSubAgent again, and the lead's state and transcript equal an uncrashed run's.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { childSessionId, type Message, type RunRecord, type SessionSnapshot } from '@helix-agents/sdk';
+import { startTestPostgres } from '@helix-agents/store-postgres/testing';
+import { openTarget, type TargetStores } from './targets.js';
+import { CALLS, type TreeHookLine } from './tree-agent.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** Where the process dies; `name@n` is the n-th time the point is reached (children commit a step each before the lead's). */
+const CRASH_POINTS = ['after_child_spawn', 'in_child_run', 'after_child_end', 'before_k3@3', 'after_k3@3'] as const;
+
+interface ProcessResult {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function treeProcess(args: string[], crashAt?: string): Promise<ProcessResult> {
+  return new Promise((resolve, reject) => {
+    // One process (node --import tsx), so that a SIGKILL kills the process that writes.
+    const proc = spawn(process.execPath, ['--conditions=helix-source', '--import', 'tsx', join(here, 'tree-child.ts'), ...args], {
+      env: { ...process.env, HELIX_CRASH_AT: crashAt ?? '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    proc.on('error', reject);
+    proc.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+interface Child {
+  readonly session: SessionSnapshot;
+  readonly run: RunRecord;
+}
+
+interface Outcome {
+  readonly session: SessionSnapshot;
+  readonly run: RunRecord;
+  readonly children: Map<string, Child>;
+  readonly hooks: TreeHookLine[];
+  readonly crashed: ProcessResult;
+  readonly recovered: ProcessResult;
+}
+
+async function runScenario(target: string, stores: TargetStores, dir: string, sessionId: string, crashAt: string | undefined): Promise<Outcome> {
+  const hooksFile = join(dir, `${sessionId}.hooks.jsonl`);
+  const args = [target, sessionId, hooksFile];
+  const crashed = await treeProcess(['run', ...args], crashAt);
+  const recovered = crashAt ? await treeProcess(['recover', ...args]) : crashed;
+  const session = await stores.stateStore.loadSession(sessionId);
+  if (!session?.currentRunId) throw new Error(`no session ${sessionId}: ${crashed.stderr} ${recovered.stderr}`);
+  const run = (await stores.stateStore.getRun(session.currentRunId)) as RunRecord;
+  const children = new Map<string, Child>();
+  for (const callId of CALLS) {
+    const childSession = await stores.stateStore.loadSession(childSessionId(sessionId, callId));
+    if (childSession?.currentRunId) children.set(callId, { session: childSession, run: (await stores.stateStore.getRun(childSession.currentRunId)) as RunRecord });
+  }
+  const hooks = existsSync(hooksFile)
+    ? readFileSync(hooksFile, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => JSON.parse(l) as TreeHookLine)
+    : [];
+  return { session, run, children, hooks, crashed, recovered };
+}
+
+/** The conversation with each step's tool rows in call-id order (parallel calls append in completion order). */
+function canonical(messages: readonly Message[]): unknown[] {
+  const out: Message[] = [];
+  let tools: Message[] = [];
+  const flush = () => {
+    out.push(...tools.sort((a, b) => (a.role === 'tool' && b.role === 'tool' ? a.toolCallId.localeCompare(b.toolCallId) : 0)));
+    tools = [];
+  };
+  for (const m of messages) {
+    if (m.role === 'tool') tools.push(m);
+    else {
+      flush();
+      out.push(m);
+    }
+  }
+  flush();
+  return out;
+}
+
+/** The lead's state with its log as a multiset (the two spawns are logged in either order). */
+function canonicalState(state: unknown): unknown {
+  const s = state as { findings: Record<string, string>; folds: number; log: string[] };
+  return { ...s, log: [...s.log].sort() };
+}
+
+function count(hooks: readonly TreeHookLine[], point: string, agent: string, extra: (h: TreeHookLine) => boolean = () => true): number {
+  return hooks.filter((h) => h.point === point && h.agent === agent && extra(h)).length;
+}
+
+function subAgentCrashMatrix(name: string, open: () => Promise<{ target: string; stop(): Promise<void> }>): void {
+  describe(`sub-agent crash matrix on ${name}`, () => {
+    let target = '';
+    let stores: TargetStores;
+    let stop: () => Promise<void> = async () => {};
+    let dir = '';
+    let reference: Outcome;
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), `helix-tree-crash-${name}-`));
+      const opened = await open();
+      target = opened.target;
+      stop = opened.stop;
+      stores = await openTarget(target);
+      reference = await runScenario(target, stores, dir, 'tree-reference', undefined);
+    }, 120_000);
+
+    afterAll(async () => {
+      await stores?.close();
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    }, 60_000);
+
+    it('the uncrashed reference: the lead folds both findings in one committed step, then finishes', () => {
+      expect(reference.crashed.code, reference.crashed.stderr).toBe(0);
+      expect(reference.run.status).toBe('completed');
+      expect(reference.session.stepCount).toBe(2);
+      expect(canonicalState(reference.session.state)).toEqual({ findings: { c_alpha: 'notes on alpha', c_beta: 'notes on beta' }, folds: 2, log: ['complete', 'spawn c_alpha', 'spawn c_beta', 'start'] });
+      for (const callId of CALLS) expect(reference.children.get(callId)?.run.status).toBe('completed');
+    });
+
+    it.each(CRASH_POINTS)('SIGKILL at %s, then recovery in a fresh process: every child ran once, every afterSubAgent fired once, and the state is an uncrashed run’s', async (crashAt) => {
+      const sessionId = `tree-${crashAt.replace('@', '-')}`;
+      const o = await runScenario(target, stores, dir, sessionId, crashAt);
+      expect(o.crashed.signal, o.crashed.stderr).toBe('SIGKILL');
+      expect(o.recovered.code, o.recovered.stderr).toBe(0);
+      expect((JSON.parse(o.recovered.stdout) as { recovered: boolean; result?: { status: string } }).result?.status).toBe('completed');
+
+      // The lead: completed, the same committed steps, transcript and state as the uncrashed run.
+      expect(o.run.status).toBe('completed');
+      expect(o.session.stepCount).toBe(reference.session.stepCount);
+      const ids = (m: unknown) => JSON.parse(JSON.stringify(m).replaceAll(sessionId, 'LEAD')) as unknown;
+      expect(ids(canonical(o.session.messages))).toEqual(ids(canonical(reference.session.messages)));
+      expect(canonicalState(o.session.state)).toEqual(canonicalState(reference.session.state));
+
+      for (const callId of CALLS) {
+        // afterSubAgent once per call, across both processes.
+        expect(count(o.hooks, 'afterSubAgent', 'lead', (h) => h.callId === callId && h.success === true), `afterSubAgent ${callId}`).toBe(1);
+        // beforeSubAgent never fires again for a recorded spawn; a sibling call whose hook ran and whose
+        // spawn was not recorded yet when the process died fires it again (at least once, never twice in one process).
+        const before = o.hooks.filter((h) => h.point === 'beforeSubAgent' && h.callId === callId);
+        expect(before.length, `beforeSubAgent ${callId}`).toBeGreaterThanOrEqual(1);
+        expect(new Set(before.map((h) => h.pid)).size).toBe(before.length);
+        if (crashAt.includes('k3')) expect(before, `beforeSubAgent ${callId} after both spawns were recorded`).toHaveLength(1);
+        // Each child ran once: one session, one turn, one start signal, one completion, no failure.
+        const child = o.children.get(callId);
+        expect(child?.run.status, `child ${callId}`).toBe('completed');
+        expect(child?.session.turn?.firstRunId).toBe(child?.run.runId);
+        const childSession = childSessionId(sessionId, callId);
+        expect(count(o.hooks, 'onAgentStart', 'researcher', (h) => h.sessionId === childSession && h.startSignal === true)).toBe(1);
+        expect(count(o.hooks, 'onAgentComplete', 'researcher', (h) => h.sessionId === childSession)).toBe(1);
+        expect(child?.session.messages.filter((m) => m.role === 'assistant')).toEqual(reference.children.get(callId)?.session.messages.filter((m) => m.role === 'assistant'));
+      }
+      expect(count(o.hooks, 'onAgentStart', 'lead', (h) => h.startSignal === true)).toBe(1);
+      expect(count(o.hooks, 'onAgentComplete', 'lead')).toBe(1);
+      expect(o.hooks.filter((h) => h.point === 'onAgentFail' || h.point === 'onAgentSuperseded')).toEqual([]);
+      // The lead was recovered, not started again: one run, claimed by the second process.
+      expect(o.run.epoch).toBe(2);
+    }, 90_000);
+  });
+}
+
+subAgentCrashMatrix('sqlite', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'helix-tree-crash-db-'));
+  return { target: `sqlite:${join(dir, 'tree.db')}`, stop: async () => rmSync(dir, { recursive: true, force: true }) };
+});
+
+subAgentCrashMatrix('postgres', async () => {
+  const pg = await startTestPostgres();
+  return { target: `postgres:${pg.connectionString}`, stop: () => pg.stop() };
+});
