@@ -109,8 +109,8 @@ describe('streaming hooks: onTextDelta and onThinking (rule 7)', () => {
   it('a streaming hook gets a working context (getState, emitCustom)', async () => {
     const { executor, streamManager } = setup();
     const hooks: AgentHooks<{ count: number }, string> = {
-      onThinking: (content: string, isComplete: boolean, ctx: HookContext<{ count: number }, string>) => {
-        if (isComplete) ctx.emitCustom('thought', { content, count: ctx.getState().count });
+      onThinking: async (content: string, isComplete: boolean, ctx: HookContext<{ count: number }, string>) => {
+        if (isComplete) await ctx.emitCustom('thought', { content, count: ctx.getState().count });
       },
     };
     const handle = await executor.execute(textAgent([{ reasoning: 'deep', text: 'x' }]), 'go', { hooks: hooks as AgentHooks<unknown, unknown> });
