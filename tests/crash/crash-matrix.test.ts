@@ -2,7 +2,6 @@
 // killed with SIGKILL at each named crash point, a fresh process recovers the run, and the test checks
 // that nothing committed was lost or done twice, that side effects ran at most once per committed
 // step, that hooks paired as the spec says, and that the final state equals an uncrashed run's.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -11,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunRecord, SessionSnapshot } from '@helix-agents/sdk';
 import { startTestPostgres } from '@helix-agents/store-postgres/testing';
 import type { HookLogLine } from './agent.js';
-import { canonical, canonicalState, lines } from './compare.js';
+import { canonical, canonicalState, lines, runChild, type ChildResult } from './compare.js';
 import { openTarget, type TargetStores } from './targets.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -27,28 +26,8 @@ const CRASH_POINTS = [
   'after_k5',
 ] as const;
 
-interface ChildResult {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 function child(args: string[], crashAt?: string): Promise<ChildResult> {
-  return new Promise((resolve, reject) => {
-    // One process (node --import tsx): `tsx file.ts` would start a second node process, and a SIGKILL of its
-    // pid would leave the process that writes running.
-    const proc = spawn(process.execPath, ['--conditions=helix-source', '--import', 'tsx', join(here, 'child.ts'), ...args], {
-      env: { ...process.env, HELIX_CRASH_AT: crashAt ?? '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    proc.on('error', reject);
-    proc.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
+  return runChild(join(here, 'child.ts'), args, crashAt);
 }
 
 interface Outcome {

@@ -4,14 +4,14 @@
 // committed, and after the fold's step commit. A fresh process recovers the lead and its children; the
 // test checks that every child ran once, every afterSubAgent fired once, no recorded spawn fired
 // beforeSubAgent again, and the lead's state and transcript equal an uncrashed run's.
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { childSessionId, type Message, type RunRecord, type SessionSnapshot } from '@helix-agents/sdk';
+import { childSessionId, type RunRecord, type SessionSnapshot } from '@helix-agents/sdk';
 import { startTestPostgres } from '@helix-agents/store-postgres/testing';
+import { canonical, lines, runChild, type ChildResult } from './compare.js';
 import { openTarget, type TargetStores } from './targets.js';
 import { CALLS, type TreeHookLine } from './tree-agent.js';
 
@@ -19,27 +19,10 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** Where the process dies; `name@n` is the n-th time the point is reached (children commit a step each before the lead's). */
 const CRASH_POINTS = ['after_child_spawn', 'in_child_run', 'after_child_end', 'before_k3@3', 'after_k3@3'] as const;
 
-interface ProcessResult {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+type ProcessResult = ChildResult;
 
 function treeProcess(args: string[], crashAt?: string): Promise<ProcessResult> {
-  return new Promise((resolve, reject) => {
-    // One process (node --import tsx), so that a SIGKILL kills the process that writes.
-    const proc = spawn(process.execPath, ['--conditions=helix-source', '--import', 'tsx', join(here, 'tree-child.ts'), ...args], {
-      env: { ...process.env, HELIX_CRASH_AT: crashAt ?? '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    proc.on('error', reject);
-    proc.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
+  return runChild(join(here, 'tree-child.ts'), args, crashAt);
 }
 
 interface Child {
@@ -69,32 +52,8 @@ async function runScenario(target: string, stores: TargetStores, dir: string, se
     const childSession = await stores.stateStore.loadSession(childSessionId(sessionId, callId));
     if (childSession?.currentRunId) children.set(callId, { session: childSession, run: (await stores.stateStore.getRun(childSession.currentRunId)) as RunRecord });
   }
-  const hooks = existsSync(hooksFile)
-    ? readFileSync(hooksFile, 'utf8')
-        .split('\n')
-        .filter((l) => l.trim() !== '')
-        .map((l) => JSON.parse(l) as TreeHookLine)
-    : [];
+  const hooks = lines<TreeHookLine>(hooksFile);
   return { session, run, children, hooks, crashed, recovered };
-}
-
-/** The conversation with each step's tool rows in call-id order (parallel calls append in completion order). */
-function canonical(messages: readonly Message[]): unknown[] {
-  const out: Message[] = [];
-  let tools: Message[] = [];
-  const flush = () => {
-    out.push(...tools.sort((a, b) => (a.role === 'tool' && b.role === 'tool' ? a.toolCallId.localeCompare(b.toolCallId) : 0)));
-    tools = [];
-  };
-  for (const m of messages) {
-    if (m.role === 'tool') tools.push(m);
-    else {
-      flush();
-      out.push(m);
-    }
-  }
-  flush();
-  return out;
 }
 
 /** The lead's state with its log as a multiset (the two spawns are logged in either order). */
