@@ -73,6 +73,13 @@ describe('POST /api/chat', () => {
       { type: 'reasoning', id: expect.any(String), text: 'The user asks about hooks.', state: 'done' },
       { type: 'text', text: 'Hooks observe.', state: 'done' },
     ]);
+    // A reload shows the same reasoning, kept in the session's assistant row.
+    const { messages } = (await (await get(h, '/api/chat/chat-reasoning/messages')).json()) as { messages: UIMessage[] };
+    expect(messages[1]?.parts).toEqual([
+      { type: 'step-start' },
+      { type: 'reasoning', text: 'The user asks about hooks.', state: 'done' },
+      { type: 'text', text: 'Hooks observe.', state: 'done' },
+    ]);
   });
 
   it("the AI SDK's own chat transport reads the stream, and the session keeps the conversation", async () => {
