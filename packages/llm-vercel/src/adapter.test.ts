@@ -59,6 +59,42 @@ describe('VercelAIAdapter with a scripted model', () => {
     expect(result.model).toBe('scripted-model-2025');
   });
 
+  it('forwards reasoning deltas in order and the end of each reasoning block, before the text', async () => {
+    const events: string[] = [];
+    const result = success(
+      await runOne(
+        { reasoningChunks: ['Think ', 'hard.'], textChunks: ['Ok'] },
+        { onReasoningDelta: (d) => events.push(`r:${d}`), onReasoningEnd: () => events.push('end'), onTextDelta: (d) => events.push(`t:${d}`) },
+      ),
+    );
+    expect(events).toEqual(['r:Think ', 'r:hard.', 'end', 't:Ok']);
+    expect(result.reasoning).toBe('Think hard.');
+  });
+
+  it('rethrows an exception of the onReasoningDelta callback instead of blaming the provider', async () => {
+    const call = runOne(
+      { reasoning: 'hmm', text: 'x' },
+      {
+        onReasoningDelta: () => {
+          throw new RangeError('reasoning listener bug');
+        },
+      },
+    );
+    await expect(call).rejects.toThrow('reasoning listener bug');
+  });
+
+  it('in generate mode reports the reasoning once, then its end, then the text', async () => {
+    const model = createScriptedModel([{ reasoning: 'all at once', text: 'reply' }]);
+    const events: string[] = [];
+    const result = success(
+      await new VercelAIAdapter({ mode: 'generate' }).generateStep(
+        request(model, [user('a')], { onReasoningDelta: (d) => events.push(`r:${d}`), onReasoningEnd: () => events.push('end'), onTextDelta: (d) => events.push(`t:${d}`) }),
+      ),
+    );
+    expect(events).toEqual(['r:all at once', 'end', 't:reply']);
+    expect(result.reasoning).toBe('all at once');
+  });
+
   const errorCases: Array<{ name: string; step: ScriptedStep; code: string; retryable: boolean; retryAfterMs?: number; statusCode?: number }> = [
     { name: '429', step: scriptedError(429, 'Rate limit reached for gpt-test.', 7), code: 'provider_rate_limited', retryable: true, retryAfterMs: 7000, statusCode: 429 },
     { name: '401', step: scriptedError(401), code: 'provider_auth', retryable: false, statusCode: 401 },

@@ -25,6 +25,16 @@ class CallbackFailure {
   constructor(readonly cause: unknown) {}
 }
 
+/** Calls a caller's stream callback; its throw cancels the provider stream and escapes as a {@link CallbackFailure}. */
+function notify<A>(reader: ReadableStreamDefaultReader<unknown>, callback: (arg: A) => void, arg: A): void {
+  try {
+    callback(arg);
+  } catch (error) {
+    reader.cancel().catch(() => {});
+    throw new CallbackFailure(error);
+  }
+}
+
 /** Parses a tool call's JSON input; text that does not parse is kept so the loop can report tool_invalid_input. */
 function parseToolInput(input: string): unknown {
   try {
@@ -79,7 +89,7 @@ export class VercelAIAdapter implements LLMAdapter {
 
   async #stream(request: LLMStepRequest, options: LanguageModelV3CallOptions): Promise<StepResult> {
     const model = request.model;
-    const onTextDelta = request.onTextDelta;
+    const { onTextDelta, onReasoningDelta, onReasoningEnd } = request;
     let modelId = model.modelId;
     let responseId: string | undefined;
     let text = '';
@@ -101,17 +111,15 @@ export class VercelAIAdapter implements LLMAdapter {
             // Empty deltas are keep-alives (OpenAI opens every reply with one); after an error nothing more is shown.
             if (part.delta === '' || failed) break;
             text += part.delta;
-            if (onTextDelta !== undefined) {
-              try {
-                onTextDelta(part.delta);
-              } catch (error) {
-                reader.cancel().catch(() => {});
-                throw new CallbackFailure(error);
-              }
-            }
+            if (onTextDelta !== undefined) notify(reader, onTextDelta, part.delta);
             break;
           case 'reasoning-delta':
+            if (part.delta === '' || failed) break;
             reasoning += part.delta;
+            if (onReasoningDelta !== undefined) notify(reader, onReasoningDelta, part.delta);
+            break;
+          case 'reasoning-end':
+            if (onReasoningEnd !== undefined && !failed) notify(reader, onReasoningEnd, undefined);
             break;
           case 'tool-call':
             // A provider-executed tool already ran on the provider's side; there is nothing for the loop to run.
@@ -162,7 +170,11 @@ export class VercelAIAdapter implements LLMAdapter {
         toolCalls.push({ id: part.toolCallId, name: part.toolName, arguments: parseToolInput(part.input) });
       }
     }
-    // A UI that renders deltas still gets the reply, in one piece.
+    // A UI that renders deltas still gets the reasoning and the reply, each in one piece.
+    if (reasoning !== '' && request.onReasoningDelta !== undefined) {
+      request.onReasoningDelta(reasoning);
+      request.onReasoningEnd?.();
+    }
     if (text !== '' && request.onTextDelta !== undefined) request.onTextDelta(text);
     const usage = toTokenUsage(result.usage);
     return success(text, reasoning, toolCalls, result.finishReason.unified, usage, result.response?.modelId ?? model.modelId, result.response?.id);

@@ -150,3 +150,21 @@ describe('VercelAIAdapter over HTTP with the real @ai-sdk/openai chat provider',
     expect(server.requests[0]!.stream).toBeUndefined();
   });
 });
+
+describe('VercelAIAdapter over HTTP with the real @ai-sdk/openai Responses provider', () => {
+  it('streams reasoning summary deltas, then the end of the block, then the text, and returns both', async () => {
+    const server = await startScriptedOpenAIServer([{ reasoningChunks: ['The user ', 'greets me.'], textChunks: ['Hi', ' there'], usage: { inputTokens: 12, outputTokens: 8, reasoningTokens: 4 } }]);
+    servers.push(server);
+    const model = createOpenAI({ baseURL: server.baseURL, apiKey: 'test' }).responses('o-test');
+    const events: string[] = [];
+    const result = success(
+      await new VercelAIAdapter().generateStep(
+        stepRequest(model, [user('Hello')], { onReasoningDelta: (d) => events.push(`r:${d}`), onReasoningEnd: () => events.push('end'), onTextDelta: (d) => events.push(`t:${d}`) }),
+      ),
+    );
+    expect(events).toEqual(['r:The user ', 'r:greets me.', 'end', 't:Hi', 't: there']);
+    expect(result).toMatchObject({ text: 'Hi there', reasoning: 'The user greets me.', finishReason: 'stop', usage: { promptTokens: 12, completionTokens: 8, reasoningTokens: 4 } });
+    expect(server.requests).toHaveLength(1);
+    expect(server.requests[0]!['stream']).toBe(true);
+  });
+});

@@ -26,6 +26,7 @@ export type {
   SubAgentChunk,
   SuspendedChunk,
   TextDeltaChunk,
+  ReasoningDeltaChunk,
   ToolApprovalRequestChunk,
   ToolEndChunk,
   ToolStartChunk,

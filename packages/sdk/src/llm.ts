@@ -54,6 +54,10 @@ export interface LLMStepRequest {
   readonly abortSignal: AbortSignal;
   /** Called for each streamed text delta. */
   readonly onTextDelta?: (delta: string) => void;
+  /** Called for each streamed reasoning delta (a model's thinking, before or between its text). */
+  readonly onReasoningDelta?: (delta: string) => void;
+  /** Called when a reasoning block ends (after its last {@link LLMStepRequest.onReasoningDelta}). */
+  readonly onReasoningEnd?: () => void;
 }
 
 /** Token usage of one model call; the field names are those of `afterLLMCall`'s `usage` (docs/rules.md, rule 62). */

@@ -37,6 +37,17 @@ export interface TextDeltaChunk extends ChunkBase {
   readonly stepIndex: number;
   readonly delta: string;
 }
+/**
+ * Streamed model reasoning (thinking). `blockEnd` marks the last chunk of a reasoning block: its
+ * `delta` is then empty. A reader that does not care about blocks concatenates the deltas.
+ */
+export interface ReasoningDeltaChunk extends ChunkBase {
+  readonly type: 'reasoning_delta';
+  readonly stepIndex: number;
+  readonly delta: string;
+  /** True on the chunk that closes a reasoning block. */
+  readonly blockEnd?: boolean;
+}
 /** A call waits for a human decision (approval). */
 export interface ToolApprovalRequestChunk extends ChunkBase {
   readonly type: 'tool_approval_request';
@@ -173,6 +184,7 @@ export type StreamChunk =
   | RunStartedChunk
   | StepStartChunk
   | TextDeltaChunk
+  | ReasoningDeltaChunk
   | ActionsRequestedChunk
   | ActionsCompletedChunk
   | ToolApprovalRequestChunk

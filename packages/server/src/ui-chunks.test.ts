@@ -10,6 +10,7 @@ import { sseResponse } from './sse.js';
 type Step =
   | { kind: 'step'; attempt: 1 | 2 }
   | { kind: 'text'; delta: string }
+  | { kind: 'reasoning'; delta: string; blockEnd: boolean }
   | { kind: 'calls'; n: 1 | 2 }
   | { kind: 'approval' }
   | { kind: 'result'; success: boolean; denied: boolean }
@@ -19,6 +20,7 @@ type Step =
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('step' as const), attempt: fc.constantFrom(1 as const, 2 as const) }),
   fc.record({ kind: fc.constant('text' as const), delta: fc.string({ maxLength: 5 }) }),
+  fc.record({ kind: fc.constant('reasoning' as const), delta: fc.string({ maxLength: 5 }), blockEnd: fc.boolean() }),
   fc.record({ kind: fc.constant('calls' as const), n: fc.constantFrom(1 as const, 2 as const) }),
   fc.record({ kind: fc.constant('approval' as const) }),
   fc.record({ kind: fc.constant('result' as const), success: fc.boolean(), denied: fc.boolean() }),
@@ -39,6 +41,7 @@ function runChunks(steps: readonly Step[], end: 'end' | 'suspended' | 'failed' |
   for (const s of steps) {
     if (s.kind === 'step') out.push({ type: 'step_start', stepIndex: s.attempt === 1 ? stepIndex++ : stepIndex, attempt: s.attempt, ...base(seq++) });
     else if (s.kind === 'text') out.push({ type: 'text_delta', stepIndex, delta: s.delta, ...base(seq++) });
+    else if (s.kind === 'reasoning') out.push({ type: 'reasoning_delta', stepIndex, ...(s.blockEnd ? { delta: '', blockEnd: true } : { delta: s.delta }), ...base(seq++) });
     else if (s.kind === 'calls') {
       const ids = Array.from({ length: s.n }, (_, i) => `call_${seq}_${i}`);
       calls.push(...ids);
@@ -74,7 +77,7 @@ async function rebuild(chunks: readonly UIMessageChunk[]): Promise<{ message: UI
 }
 
 describe('RunUiMapper', () => {
-  it('for any run, the UI chunks are read by readUIMessageStream without a protocol error, with every text delta in order, and positions strictly increase', async () => {
+  it('for any run, the UI chunks are read by readUIMessageStream without a protocol error, with every text and reasoning delta in order, and positions strictly increase', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { maxLength: 30 }), terminal, fc.nat(1000), async (steps, end, startSeq) => {
         const chunks = runChunks(steps, end, startSeq);
@@ -90,6 +93,11 @@ describe('RunUiMapper', () => {
         const text = (message?.parts ?? []).filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('');
         const deltas = chunks.filter((c) => c.type === 'text_delta').map((c) => (c as { delta: string }).delta).join('');
         expect(text).toBe(deltas);
+        const reasoning = (message?.parts ?? []).filter((p) => p.type === 'reasoning').map((p) => (p as { text: string }).text).join('');
+        const thoughts = chunks.filter((c) => c.type === 'reasoning_delta').map((c) => (c as { delta: string }).delta).join('');
+        expect(reasoning).toBe(thoughts);
+        // Every part was closed: nothing is left streaming.
+        for (const part of message?.parts ?? []) if (part.type === 'text' || part.type === 'reasoning') expect(part.state).toBe('done');
         expect(ui.at(-1)?.type).toBe(end === 'interrupted' ? 'abort' : 'finish');
         expect(ui.filter((c) => c.type === 'start')).toEqual([{ type: 'start', messageId: 'm1' }]);
       }),
@@ -110,6 +118,35 @@ describe('RunUiMapper', () => {
         expect(rest).toEqual(full.slice(index + 1));
       }),
     );
+  });
+});
+
+describe('RunUiMapper reasoning', () => {
+  it('maps a reasoning block to reasoning-start / reasoning-delta / reasoning-end before the text part, in one step', () => {
+    const base = (seq: number) => ({ streamId: 's', agentId: 's', agentType: 'a', runId: 'r1', timestamp: 0, seq });
+    const mapper = new RunUiMapper('m');
+    const chunks: StreamChunk[] = [
+      { type: 'run_started', signal: 'start', ...base(0) },
+      { type: 'step_start', stepIndex: 0, attempt: 1, ...base(1) },
+      { type: 'reasoning_delta', stepIndex: 0, delta: 'Let me ', ...base(2) },
+      { type: 'reasoning_delta', stepIndex: 0, delta: 'think.', ...base(3) },
+      { type: 'reasoning_delta', stepIndex: 0, delta: '', blockEnd: true, ...base(4) },
+      { type: 'text_delta', stepIndex: 0, delta: 'Hi', ...base(5) },
+      { type: 'end', output: 'Hi', ...base(6) },
+    ];
+    expect(chunks.flatMap((c) => mapper.map(c)).map((p) => p.chunk)).toEqual([
+      { type: 'start', messageId: 'm' },
+      { type: 'start-step' },
+      { type: 'reasoning-start', id: 'reasoning-2' },
+      { type: 'reasoning-delta', id: 'reasoning-2', delta: 'Let me ' },
+      { type: 'reasoning-delta', id: 'reasoning-2', delta: 'think.' },
+      { type: 'reasoning-end', id: 'reasoning-2' },
+      { type: 'text-start', id: 'text-5' },
+      { type: 'text-delta', id: 'text-5', delta: 'Hi' },
+      { type: 'text-end', id: 'text-5' },
+      { type: 'finish-step' },
+      { type: 'finish', finishReason: 'stop' },
+    ]);
   });
 });
 

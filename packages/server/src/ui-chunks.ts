@@ -12,6 +12,9 @@ export type UiMessageChunk =
   | { readonly type: 'text-start'; readonly id: string }
   | { readonly type: 'text-delta'; readonly id: string; readonly delta: string }
   | { readonly type: 'text-end'; readonly id: string }
+  | { readonly type: 'reasoning-start'; readonly id: string }
+  | { readonly type: 'reasoning-delta'; readonly id: string; readonly delta: string }
+  | { readonly type: 'reasoning-end'; readonly id: string }
   | { readonly type: 'tool-input-available'; readonly toolCallId: string; readonly toolName: string; readonly input: unknown }
   | { readonly type: 'tool-approval-request'; readonly approvalId: string; readonly toolCallId: string }
   | { readonly type: 'tool-output-available'; readonly toolCallId: string; readonly output: unknown }
@@ -71,6 +74,7 @@ export class RunUiMapper {
   readonly #messageId: string;
   #runStartSeq: number | undefined;
   #text: string | undefined;
+  #reasoning: string | undefined;
   #stepOpen = false;
   #ended = false;
 
@@ -102,10 +106,42 @@ export class RunUiMapper {
     return out;
   }
 
+  #closeReasoning(out: UiMessageChunk[]): void {
+    if (this.#reasoning === undefined) return;
+    out.push({ type: 'reasoning-end', id: this.#reasoning });
+    this.#reasoning = undefined;
+  }
+
+  /** Closes the open text and reasoning parts (at most one of them is open). */
   #closeText(out: UiMessageChunk[]): void {
+    this.#closeReasoning(out);
     if (this.#text === undefined) return;
     out.push({ type: 'text-end', id: this.#text });
     this.#text = undefined;
+  }
+
+  #addText(chunk: Extract<StreamChunk, { type: 'text_delta' }>, out: UiMessageChunk[]): void {
+    if (chunk.delta === '') return;
+    this.#openStep(out);
+    this.#closeReasoning(out);
+    if (this.#text === undefined) {
+      this.#text = `text-${chunk.seq}`;
+      out.push({ type: 'text-start', id: this.#text });
+    }
+    out.push({ type: 'text-delta', id: this.#text, delta: chunk.delta });
+  }
+
+  // Reasoning becomes a reasoning part; text after it opens a new text part, so the parts keep the model's order.
+  #addReasoning(chunk: Extract<StreamChunk, { type: 'reasoning_delta' }>, out: UiMessageChunk[]): void {
+    if (chunk.blockEnd === true) return this.#closeReasoning(out);
+    if (chunk.delta === '') return;
+    this.#openStep(out);
+    if (this.#reasoning === undefined) {
+      this.#closeText(out);
+      this.#reasoning = `reasoning-${chunk.seq}`;
+      out.push({ type: 'reasoning-start', id: this.#reasoning });
+    }
+    out.push({ type: 'reasoning-delta', id: this.#reasoning, delta: chunk.delta });
   }
 
   #closeStep(out: UiMessageChunk[]): void {
@@ -132,14 +168,9 @@ export class RunUiMapper {
         this.#closeStep(out);
         return this.#openStep(out);
       case 'text_delta':
-        if (chunk.delta === '') return;
-        this.#openStep(out);
-        if (this.#text === undefined) {
-          this.#text = `text-${chunk.seq}`;
-          out.push({ type: 'text-start', id: this.#text });
-        }
-        out.push({ type: 'text-delta', id: this.#text, delta: chunk.delta });
-        return;
+        return this.#addText(chunk, out);
+      case 'reasoning_delta':
+        return this.#addReasoning(chunk, out);
       case 'actions_requested':
         this.#openStep(out);
         this.#closeText(out);

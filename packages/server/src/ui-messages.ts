@@ -4,6 +4,7 @@ import type { Message, PendingCall, SessionSnapshot, ToolResultMessage } from '@
 export type UiPartView =
   | { readonly type: 'step-start' }
   | { readonly type: 'text'; readonly text: string; readonly state: 'done' }
+  | { readonly type: 'reasoning'; readonly text: string; readonly state: 'done' }
   | {
       readonly type: `tool-${string}`;
       readonly toolCallId: string;
@@ -47,6 +48,8 @@ export function uiMessagesOf(session: SessionSnapshot, pending: readonly Pending
       out.push(assistant);
     }
     assistant.parts.push({ type: 'step-start' });
+    // A step's reasoning blocks are kept as one text: a reload shows them as one reasoning part.
+    if (row.reasoning !== undefined && row.reasoning !== '') assistant.parts.push({ type: 'reasoning', text: row.reasoning, state: 'done' });
     if (row.content !== '') assistant.parts.push({ type: 'text', text: row.content, state: 'done' });
     for (const call of row.toolCalls ?? []) assistant.parts.push(toolPart(call.id, call.name, call.arguments, results.get(call.id), waiting.get(call.id)));
   });

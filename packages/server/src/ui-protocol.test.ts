@@ -58,6 +58,30 @@ describe('POST /api/chat', () => {
     });
   });
 
+  it('model reasoning arrives as a reasoning part before the text, read by readUIMessageStream', async () => {
+    const h = await startHarness({ api: 'responses', script: [{ reasoningChunks: ['The user ', 'asks about hooks.'], textChunks: ['Hooks ', 'observe.'] }] });
+    const response = await chat(h, 'chat-reasoning', 'What do hooks do?');
+    expect(response.status).toBe(200);
+    const events = await readEvents(response);
+    const chunks = uiChunks(events);
+    const types = chunks.map((c) => c.type);
+    expect(types.filter((t) => t.startsWith('reasoning-'))).toEqual(['reasoning-start', 'reasoning-delta', 'reasoning-delta', 'reasoning-end']);
+    expect(types.indexOf('reasoning-end')).toBeLessThan(types.indexOf('text-start'));
+    const message = await finalMessage(streamOf(chunks));
+    expect(message?.parts).toEqual([
+      { type: 'step-start' },
+      { type: 'reasoning', id: expect.any(String), text: 'The user asks about hooks.', state: 'done' },
+      { type: 'text', text: 'Hooks observe.', state: 'done' },
+    ]);
+    // A reload shows the same reasoning, kept in the session's assistant row.
+    const { messages } = (await (await get(h, '/api/chat/chat-reasoning/messages')).json()) as { messages: UIMessage[] };
+    expect(messages[1]?.parts).toEqual([
+      { type: 'step-start' },
+      { type: 'reasoning', text: 'The user asks about hooks.', state: 'done' },
+      { type: 'text', text: 'Hooks observe.', state: 'done' },
+    ]);
+  });
+
   it("the AI SDK's own chat transport reads the stream, and the session keeps the conversation", async () => {
     const h = await startHarness({ script: [{ text: 'Hello there.' }] });
     const stream = await transport(h, 'alice').sendMessages({ chatId: 'chat-t', messages: [userMessage('Hi')], trigger: 'submit-message', messageId: undefined, abortSignal: undefined });

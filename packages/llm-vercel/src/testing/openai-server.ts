@@ -20,6 +20,11 @@ export interface ScriptedOpenAIStep {
   readonly text?: string;
   /** The reply text as exact stream chunks. */
   readonly textChunks?: readonly string[];
+  /**
+   * Reasoning summary deltas, sent before the text as one reasoning item (Responses API only,
+   * `POST /v1/responses`: Chat Completions has no reasoning stream in the OpenAI provider).
+   */
+  readonly reasoningChunks?: readonly string[];
   /** Tool calls; when streamed, each call's arguments are split over several chunks. */
   readonly toolCalls?: ReadonlyArray<{ readonly name: string; readonly args: unknown; readonly id?: string }>;
   /** Defaults to 10 prompt and 5 completion tokens. */
@@ -177,9 +182,50 @@ function answer(response: ServerResponse, body: OpenAIChatRequestBody, step: Scr
   response.end('data: [DONE]\n\n');
 }
 
+// The Responses API, streamed, for what the provider reads from it here: reasoning summaries and text.
+function answerResponses(response: ServerResponse, body: OpenAIChatRequestBody, step: ScriptedOpenAIStep, index: number): void {
+  if (body.stream !== true || (step.toolCalls ?? []).length > 0 || (step.status !== undefined && step.status >= 400)) {
+    sendJson(response, 400, { error: { message: 'The scripted /v1/responses streams reasoning and text only.', type: 'invalid_request_error', param: null, code: null } });
+    return;
+  }
+  response.writeHead(200, { ...step.headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  let sequence = 0;
+  const event = (type: string, fields: Record<string, unknown>): void => {
+    response.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...fields })}\n\n`);
+  };
+  event('response.created', { response: { id: `resp_scripted_${index}`, created_at: 1_700_000_000 + index, model: step.model ?? body.model, status: 'in_progress' } });
+  let output = 0;
+  const thoughts = step.reasoningChunks ?? [];
+  if (thoughts.length > 0) {
+    const item = { type: 'reasoning', id: `rs_${index}`, encrypted_content: null };
+    event('response.output_item.added', { output_index: output, item });
+    event('response.reasoning_summary_part.added', { item_id: item.id, output_index: output, summary_index: 0, part: { type: 'summary_text', text: '' } });
+    for (const delta of thoughts) event('response.reasoning_summary_text.delta', { item_id: item.id, output_index: output, summary_index: 0, delta });
+    event('response.reasoning_summary_part.done', { item_id: item.id, output_index: output, summary_index: 0, part: { type: 'summary_text', text: thoughts.join('') } });
+    event('response.output_item.done', { output_index: output++, item });
+  }
+  const text = step.textChunks?.join('') ?? step.text ?? '';
+  if (text !== '') {
+    const item = { type: 'message', id: `msg_${index}`, role: 'assistant', status: 'in_progress', content: [] };
+    event('response.output_item.added', { output_index: output, item });
+    for (const delta of step.textChunks ?? split(text, 3)) event('response.output_text.delta', { item_id: item.id, output_index: output, content_index: 0, delta, logprobs: [] });
+    event('response.output_item.done', { output_index: output, item: { ...item, status: 'completed' } });
+  }
+  const u = step.usage;
+  const usage = {
+    input_tokens: u?.inputTokens ?? 10,
+    input_tokens_details: { cached_tokens: u?.cachedInputTokens ?? 0 },
+    output_tokens: u?.outputTokens ?? 5,
+    output_tokens_details: { reasoning_tokens: u?.reasoningTokens ?? 0 },
+  };
+  event('response.completed', { response: { id: `resp_scripted_${index}`, status: 'completed', usage } });
+  response.end();
+}
+
 /**
  * Starts a real HTTP server on 127.0.0.1 (a free port) that speaks the OpenAI Chat Completions API
- * (`POST /v1/chat/completions`, streaming and not) and answers each request with the next step of
+ * (`POST /v1/chat/completions`, streaming and not), and the streamed Responses API for reasoning and
+ * text (`POST /v1/responses`, its request bodies recorded in `requests` too), and answers each request with the next step of
  * `script`, so a real AI SDK provider can be tested over the wire.
  */
 export async function startScriptedOpenAIServer(
@@ -198,7 +244,8 @@ export async function startScriptedOpenAIServer(
     });
   const server = createServer((request, response) => {
     void (async () => {
-      if (request.method !== 'POST' || request.url?.split('?')[0] !== '/v1/chat/completions') {
+      const route = request.url?.split('?')[0];
+      if (request.method !== 'POST' || (route !== '/v1/chat/completions' && route !== '/v1/responses')) {
         sendJson(response, 404, { error: { message: `Unknown route ${request.method} ${request.url}.`, type: 'invalid_request_error', param: null, code: null } });
         return;
       }
@@ -222,7 +269,8 @@ export async function startScriptedOpenAIServer(
       const step = typeof entry === 'function' ? entry(body, index) : entry;
       if (step.delayMs !== undefined && step.delayMs > 0) await sleep(step.delayMs);
       if (response.destroyed) return;
-      answer(response, body, step, index);
+      if (route === '/v1/responses') answerResponses(response, body, step, index);
+      else answer(response, body, step, index);
     })().catch((error: unknown) => {
       if (!response.headersSent) sendJson(response, 500, { error: { message: String(error), type: 'server_error', param: null, code: null } });
       else response.destroy();

@@ -126,15 +126,4 @@ describe('LLM call hooks (section 1.4)', () => {
     expect(result).toMatchObject({ status: 'completed', output: { answer: 'fast' } });
     expect((rec.of('afterLLMCall')[0]!.payload as AfterLLMCallPayload).error?.code).toBe('provider_timeout');
   });
-
-  it('rule 7: onTextDelta and onThinking exist in the types but are never invoked; text reaches the stream as text_delta chunks', async () => {
-    const { executor, streamManager } = setup();
-    const rec = createHookRecorder();
-    const handle = await executor.execute(textAgent([{ textChunks: ['Hel', 'lo'], reasoning: 'hmm' }]), 'go', { hooks: rec.hooks });
-    await handle.result();
-    expect(rec.of('onTextDelta')).toHaveLength(0);
-    expect(rec.of('onThinking')).toHaveLength(0);
-    const deltas = streamManager.chunks(handle.sessionId).filter((c) => c.type === 'text_delta');
-    expect(deltas.map((d) => (d as { delta: string }).delta).join('')).toBe('Hello');
-  });
 });

@@ -308,7 +308,8 @@ export interface AfterSubAgentPayload {
 
 /**
  * The inline hooks of an agent, typed by its state and output. All are optional and may be async.
- * `onTextDelta` and `onThinking` are reserved by the spec and never invoked (use `text_delta` chunks).
+ * `onTextDelta` and `onThinking` observe the model's stream as it arrives (observe-only; a point nobody
+ * handles costs nothing per delta).
  */
 export interface AgentHooks<TState = unknown, TOutput = unknown> {
   onAgentStart?: HookHandler<AgentStartPayload<TState>, TState, TOutput>;
@@ -338,9 +339,15 @@ export interface AgentHooks<TState = unknown, TOutput = unknown> {
   onAgentResumed?: SuspensionHookHandler<AgentResumedHookContext<TState, TOutput>>;
   /** A run retry() began (its start signal), after its run-start commit and before its first step. Observe-only. */
   onAgentRetry?: SuspensionHookHandler<AgentRetryHookContext<TState, TOutput>>;
-  /** Reserved (spec: "Future"): never invoked. */
+  /**
+   * Each streamed text delta of a model call, in order. Observe-only: a throw is logged and never fails
+   * the run; the adapter does not wait for it (the step waits for all of them before using the reply).
+   */
   onTextDelta?: HookHandler<string, TState, TOutput>;
-  /** Reserved (spec: "Future"): never invoked. */
+  /**
+   * The model's reasoning (thinking): `(delta, false)` for each streamed reasoning delta, then
+   * `(wholeBlock, true)` when the reasoning block ends. Observe-only, like onTextDelta.
+   */
   onThinking?: { bivarianceHack(content: string, isComplete: boolean, ctx: HookContext<TState, TOutput>): void | Promise<void> }['bivarianceHack'];
 }
 

@@ -148,6 +148,28 @@ export class HookDispatcher {
   }
 
   /**
+   * Fires a streaming hook (onTextDelta / onThinking) with its positional arguments and the context:
+   * observe-only, every throw (or rejection) is logged and the next handler still runs. No timeout,
+   * no audit of allows, no onStateChange: these points observe, they do not steer.
+   */
+  async fireStreaming(point: 'onTextDelta' | 'onThinking', args: readonly unknown[], scope: WriteScope): Promise<void> {
+    const entries = this.#manager.entries(point);
+    if (entries.length === 0) return;
+    const ctx = this.context(point, scope);
+    for (const entry of entries) {
+      const started = performance.now();
+      try {
+        await (entry.handler as (...a: unknown[]) => unknown)(...args, ctx);
+      } catch (error) {
+        const failure = asHookError(point, error);
+        this.#audit(entry, 'error', performance.now() - started, scope.callId, failure.message, failure.info);
+        this.#logger.warn(`hook ${point} "${entry.name}" threw (observe-only, ignored): ${failure.message}`, { sessionId: this.#host.setup.sessionId, runId: this.#host.setup.runId });
+      }
+    }
+    scope.changes.length = 0;
+  }
+
+  /**
    * Fires a suspension-family hook (onAgentSuspended / onAgentResumed / onAgentRetry): one context
    * argument carrying the hook's fields; observe-only, a throw is logged.
    */

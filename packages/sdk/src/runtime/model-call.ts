@@ -9,6 +9,7 @@ import type { Verdict, WriteScope } from './hook-dispatch.js';
 import { modelReplyRecord } from './journal-records.js';
 import { STEP_OWNER, type Run } from './run.js';
 import { sleep } from './sleep.js';
+import { streamCallbacks } from './stream-hooks.js';
 import { firstTripped } from './stop-conditions.js';
 
 const DEFAULT_ATTEMPTS = 3;
@@ -98,15 +99,18 @@ async function attemptOnce(run: Run, adapter: LLMAdapter, attempt: number, scope
   const abortSignal = timeout ? AbortSignal.any([run.signal, timeout]) : run.signal;
   const startedAt = performance.now();
   let result: StepResult;
+  const callbacks = streamCallbacks(run, stepIndex, scope);
   try {
-    const onTextDelta = (delta: string): void => run.emitNoWait({ type: 'text_delta', stepIndex, delta, ...run.chunkBase() });
-    result = await adapter.generateStep({ model: run.setup.model, systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools, modelParameters: config, abortSignal, onTextDelta });
+    const { onTextDelta, onReasoningDelta, onReasoningEnd } = callbacks;
+    result = await adapter.generateStep({ model: run.setup.model, systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools, modelParameters: config, abortSignal, onTextDelta, onReasoningDelta, onReasoningEnd });
   } catch (error) {
+    await callbacks.drain();
     // An adapter must return provider failures; a throw is a bug and fires no afterLLMCall.
     if (AgentError.isInstance(error)) throw error;
     throw new AgentError('run_internal_error', `The model adapter threw: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
   const durationMs = performance.now() - startedAt;
+  await callbacks.drain();
   if (!result.ok && timeout?.aborted && !run.signal.aborted) {
     result = { ...result, error: new AgentError('provider_timeout', `The model did not answer within ${config.timeoutMs} ms.`, { details: { timeoutMs: config.timeoutMs } }).info };
   }

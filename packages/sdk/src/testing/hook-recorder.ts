@@ -23,18 +23,19 @@ export interface HookRecorder {
 }
 
 /**
- * Records hook invocations, for tests of hook order and payloads. `onTextDelta` and `onThinking` are
- * wired too, so a test can assert that they never fire.
+ * Records hook invocations, for tests of hook order and payloads. The streaming points (`onTextDelta`,
+ * `onThinking`: one call per delta) are recorded only when named in `points`; an onThinking call is
+ * recorded with the payload `{ content, isComplete }`.
  */
 export function createHookRecorder(options: { readonly points?: readonly HookPoint[] } = {}): HookRecorder {
   const calls: RecordedHook[] = [];
   const hooks: Record<string, unknown> = {};
-  for (const point of options.points ?? HOOK_POINTS) {
+  for (const point of options.points ?? HOOK_POINTS.filter((p) => p !== 'onTextDelta' && p !== 'onThinking')) {
     if (point === 'onTextDelta') {
       hooks[point] = (delta: string, ctx: HookContext) => void calls.push({ point, payload: delta, stepCount: ctx.stepCount, runId: ctx.runId, seq: calls.length });
     } else if (point === 'onThinking') {
-      hooks[point] = (content: string, _done: boolean, ctx: HookContext) =>
-        void calls.push({ point, payload: content, stepCount: ctx.stepCount, runId: ctx.runId, seq: calls.length });
+      hooks[point] = (content: string, isComplete: boolean, ctx: HookContext) =>
+        void calls.push({ point, payload: { content, isComplete }, stepCount: ctx.stepCount, runId: ctx.runId, seq: calls.length });
     } else if (point === 'onAgentSuspended' || point === 'onAgentResumed' || point === 'onAgentRetry') {
       // Suspension-family hooks take one context argument carrying their fields (rule 2).
       hooks[point] = (ctx: HookContext) => void calls.push({ point, payload: ctx, stepCount: ctx.stepCount, runId: ctx.runId, seq: calls.length });

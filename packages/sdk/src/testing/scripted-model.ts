@@ -66,8 +66,10 @@ export interface ScriptedStepObject {
   readonly text?: string;
   /** The reply text as separate deltas (wins over `text`). */
   readonly textChunks?: readonly string[];
-  /** Reasoning text, streamed before the reply. */
+  /** Reasoning text, streamed before the reply as one block of one delta unless `reasoningChunks` is given. */
   readonly reasoning?: string;
+  /** Reasoning as separate deltas of one block (wins over `reasoning`). */
+  readonly reasoningChunks?: readonly string[];
   readonly toolCalls?: readonly ScriptedToolCall[];
   readonly rawToolCalls?: readonly ScriptedRawToolCall[];
   readonly usage?: ScriptedUsage;
@@ -171,12 +173,11 @@ function toFinishReason(reason: ScriptedFinishReason | undefined, hasToolCalls: 
 
 function compileStep(step: ScriptedStepObject): CompiledStep {
   const contentParts: LanguageModelV3StreamPart[] = [];
-  if (step.reasoning !== undefined && step.reasoning !== '') {
-    contentParts.push(
-      { type: 'reasoning-start', id: 'reasoning-0' },
-      { type: 'reasoning-delta', id: 'reasoning-0', delta: step.reasoning },
-      { type: 'reasoning-end', id: 'reasoning-0' },
-    );
+  const thoughts = step.reasoningChunks ?? (step.reasoning === undefined || step.reasoning === '' ? [] : [step.reasoning]);
+  if (thoughts.length > 0) {
+    contentParts.push({ type: 'reasoning-start', id: 'reasoning-0' });
+    for (const delta of thoughts) contentParts.push({ type: 'reasoning-delta', id: 'reasoning-0', delta });
+    contentParts.push({ type: 'reasoning-end', id: 'reasoning-0' });
   }
   const chunks = step.textChunks ?? (step.text === undefined || step.text === '' ? [] : [step.text]);
   if (chunks.length > 0) {
@@ -201,7 +202,7 @@ function compileStep(step: ScriptedStepObject): CompiledStep {
     finishReason,
     usage,
     text: chunks.join(''),
-    reasoning: step.reasoning ?? '',
+    reasoning: thoughts.join(''),
     error,
   };
 }

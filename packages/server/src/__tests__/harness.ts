@@ -26,6 +26,8 @@ export interface Harness {
 /** Options of {@link startHarness}. */
 export interface HarnessOptions {
   readonly script: ReadonlyArray<ScriptedOpenAIStep | ScriptedOpenAIStepFunction>;
+  /** Which OpenAI API the provider speaks (default `chat`); `responses` streams reasoning. */
+  readonly api?: 'chat' | 'responses';
   /** The agents, made on the scripted model (default: one plain agent named `assistant`). */
   readonly agents?: (model: AgentConfig['llmConfig']['model']) => AgentConfig<unknown, unknown>[];
   readonly app?: Partial<HelixAppOptions>;
@@ -42,7 +44,7 @@ const open: Harness[] = [];
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const model = await startScriptedOpenAIServer(options.script);
   const provider = createOpenAI({ baseURL: model.baseURL, apiKey: 'test-key' });
-  const llm = provider.chat('gpt-test');
+  const llm = options.api === 'responses' ? provider.responses('gpt-test') : provider.chat('gpt-test');
   const agents = options.agents?.(llm) ?? [defineAgent({ name: 'assistant', systemPrompt: 'Help.', llmConfig: { model: llm } }) as AgentConfig<unknown, unknown>];
   const executor = new JSAgentExecutor(options.stores?.state ?? new InMemoryStateStore(), options.stores?.stream ?? new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger, ...options.executor });
   const app = createHelixApp({ runtime: options.runtime?.(executor) ?? executor, agents, auth: bearerAuth({ [TOKENS.alice]: 'alice', [TOKENS.bob]: 'bob' }), logger: silentLogger, ...options.app });

@@ -25,6 +25,8 @@ import {
 import type { Message } from '../../messages.js';
 import { toJson, type TraceEvent, type TraceMessage } from './trace.js';
 
+const STREAMING_POINTS: ReadonlySet<HookPoint> = new Set<HookPoint>(['onTextDelta', 'onThinking']);
+
 /**
  * A layer of a scenario's own handlers (steering returns, throws, probes) with their error policies.
  * Every handler is wrapped so that each of its invocations is recorded in the trace.
@@ -119,7 +121,8 @@ export class TraceRecorder {
       manager.register(wrapped as AgentHooks<TState, TOutput>, layer.onError === undefined ? {} : { onError: layer.onError });
     }
     const bare: Record<string, AnyFunction> = {};
-    for (const point of HOOK_POINTS) if (!covered.has(point)) bare[point] = this.#wrap(point, undefined, undefined);
+    // The streaming points get a bare recorder only when a layer handles them: a listener there costs a hook call per delta.
+    for (const point of HOOK_POINTS) if (!covered.has(point) && !STREAMING_POINTS.has(point)) bare[point] = this.#wrap(point, undefined, undefined);
     manager.register(bare as AgentHooks<TState, TOutput>);
     return manager;
   }

@@ -1,0 +1,52 @@
+import type { WriteScope } from './hook-dispatch.js';
+import type { Run } from './run.js';
+
+/** The callbacks one model attempt hands its adapter, and how to wait for the hooks they started. */
+export interface StreamCallbacks {
+  readonly onTextDelta: (delta: string) => void;
+  readonly onReasoningDelta: (delta: string) => void;
+  readonly onReasoningEnd: () => void;
+  /** Resolves once every onTextDelta / onThinking invocation of the attempt settled (at once when none ran). */
+  drain(): Promise<void>;
+}
+
+/**
+ * The stream callbacks of one model attempt: each delta becomes a `text_delta` / `reasoning_delta`
+ * chunk and, when a handler is registered, an onTextDelta / onThinking invocation. The hooks run in
+ * order on a queue the adapter never waits for; the attempt drains it before its reply is used. A
+ * point nobody handles costs one boolean read per delta: no payload, no promise.
+ */
+export function streamCallbacks(run: Run, stepIndex: number, stepScope: WriteScope): StreamCallbacks {
+  // The hooks' writes are booked with the step's; their queued onStateChange are dropped (observers do not steer).
+  const scope: WriteScope = { ...stepScope, changes: [] };
+  const wantsText = run.hooks.has('onTextDelta');
+  const wantsThinking = run.hooks.has('onThinking');
+  let queue: Promise<void> | undefined;
+  let block = '';
+  const enqueue = (point: 'onTextDelta' | 'onThinking', args: readonly unknown[]): void => {
+    const fire = (): Promise<void> => run.hooks.fireStreaming(point, args, scope);
+    queue = queue === undefined ? fire() : queue.then(fire);
+  };
+  return {
+    onTextDelta(delta) {
+      run.emitNoWait({ type: 'text_delta', stepIndex, delta, ...run.chunkBase() });
+      if (wantsText) enqueue('onTextDelta', [delta]);
+    },
+    onReasoningDelta(delta) {
+      run.emitNoWait({ type: 'reasoning_delta', stepIndex, delta, ...run.chunkBase() });
+      if (!wantsThinking) return;
+      block += delta;
+      enqueue('onThinking', [delta, false]);
+    },
+    onReasoningEnd() {
+      run.emitNoWait({ type: 'reasoning_delta', stepIndex, delta: '', blockEnd: true, ...run.chunkBase() });
+      if (!wantsThinking) return;
+      const content = block;
+      block = '';
+      enqueue('onThinking', [content, true]);
+    },
+    drain() {
+      return queue ?? Promise.resolve();
+    },
+  };
+}
