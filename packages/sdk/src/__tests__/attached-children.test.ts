@@ -17,6 +17,7 @@ import {
   type StreamManager,
 } from '../index.js';
 import { createGate, createScriptedModel, type ScriptedStep } from '../testing/index.js';
+import { dyingAfterSpawn } from './harness.js';
 
 // A recovered parent re-attaches to a child another process continues (attachedHandle): bounded by a
 // deadline, and stoppable across processes through the store's stop requests.
@@ -27,27 +28,6 @@ const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** One "process": an executor over the shared store and streams. */
 function processOn(store: StateStore, streams: StreamManager, options: JSAgentExecutorOptions = {}) {
   return new JSAgentExecutor(store, streams, new VercelAIAdapter(), { logger: silentLogger, ...options });
-}
-
-/** A store whose process "dies" once the parent recorded its child's spawn: its writes hang and its lease renewals fail. */
-function dyingAfterSpawn(store: InMemoryStateStore): StateStore {
-  let dead = false;
-  return new Proxy(store, {
-    get(target, prop) {
-      if (prop === 'appendJournal') {
-        return async (entry: Parameters<StateStore['appendJournal']>[0]) => {
-          if (dead) return new Promise(() => {});
-          const written = await target.appendJournal(entry);
-          if (entry.kind === 'child_spawn') dead = true;
-          return written;
-        };
-      }
-      if (prop === 'commit') return (c: Parameters<StateStore['commit']>[0]) => (dead ? new Promise(() => {}) : target.commit(c));
-      if (prop === 'renewLease') return (...args: Parameters<StateStore['renewLease']>) => (dead ? Promise.reject(new Error('network down')) : target.renewLease(...args));
-      const value: unknown = Reflect.get(target, prop);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
 }
 
 function researcher(steps: readonly ScriptedStep[], hooks: AgentHooks = {}): AgentConfig<unknown, unknown> {

@@ -105,3 +105,24 @@ export async function collect(stream: AsyncIterable<StreamChunk>): Promise<Strea
 
 /** A finish step with the counter agent's output. */
 export const finish = (answer: string): ScriptedStepObject => ({ toolCalls: [{ name: '__finish__', args: { answer } }] });
+
+/** A store whose process "dies" once the parent recorded its child's spawn: its writes hang and its lease renewals fail. */
+export function dyingAfterSpawn(store: InMemoryStateStore): StateStore {
+  let dead = false;
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'appendJournal') {
+        return async (entry: Parameters<StateStore['appendJournal']>[0]) => {
+          if (dead) return new Promise(() => {});
+          const written = await target.appendJournal(entry);
+          if (entry.kind === 'child_spawn') dead = true;
+          return written;
+        };
+      }
+      if (prop === 'commit') return (c: Parameters<StateStore['commit']>[0]) => (dead ? new Promise(() => {}) : target.commit(c));
+      if (prop === 'renewLease') return (...args: Parameters<StateStore['renewLease']>) => (dead ? Promise.reject(new Error('network down')) : target.renewLease(...args));
+      const value: unknown = Reflect.get(target, prop);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}

@@ -16,11 +16,10 @@ import {
   type Draft,
   type RemoteAgentClient,
   type RemoteStreamOptions,
-  type StateStore,
   type StreamChunk,
 } from '../index.js';
 import { createGate, createScriptedModel } from '../testing/index.js';
-import { collect, setup } from './harness.js';
+import { collect, dyingAfterSpawn, setup } from './harness.js';
 
 // Remote sub-agents: defineRemoteSubAgentTool runs a child on another service through a RemoteAgentClient.
 // The "service" here is a second JSAgentExecutor with its own stores, reached through the in-process client.
@@ -278,27 +277,6 @@ describe('defineRemoteSubAgentTool', () => {
 });
 
 describe('a recovered parent re-attaches to its remote child', () => {
-  /** A parent process that "dies" once the spawn is recorded: its lease renewals fail and its writes hang. */
-  function dyingAfterSpawn(store: InMemoryStateStore): StateStore {
-    let dead = false;
-    return new Proxy(store, {
-      get(target, prop) {
-        if (prop === 'appendJournal') {
-          return async (entry: Parameters<StateStore['appendJournal']>[0]) => {
-            if (dead) return new Promise(() => {});
-            const written = await target.appendJournal(entry);
-            if (entry.kind === 'child_spawn') dead = true;
-            return written;
-          };
-        }
-        if (prop === 'commit') return (c: Parameters<StateStore['commit']>[0]) => (dead ? new Promise(() => {}) : target.commit(c));
-        if (prop === 'renewLease') return (...args: Parameters<StateStore['renewLease']>) => (dead ? Promise.reject(new Error('network down')) : target.renewLease(...args));
-        const value: unknown = Reflect.get(target, prop);
-        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-      },
-    });
-  }
-
   it('the spawn is recorded: the recovered parent does not start the child again or fire beforeSubAgent again, waits for the same remote run, and afterSubAgent fires once', async () => {
     const release = createGate();
     const remoteStarts: string[] = [];
