@@ -11,7 +11,7 @@ export interface RunWorkflowInput {
   readonly runId: string;
   readonly sessionId: string;
   readonly agentType: string;
-  readonly options: Pick<RunCallOptions, 'userId' | 'tags' | 'metadata'>;
+  readonly options: Pick<RunCallOptions, 'userId' | 'tags' | 'metadata' | 'dryRun'>;
   readonly spec: BeginSpec;
 }
 
@@ -93,14 +93,20 @@ export const runWorkflow = DBOS.registerWorkflow(helixRunWorkflow, { name: 'heli
 /** The call options a workflow can carry to another worker; anything else is refused, named. */
 function portableOptions(options: RunCallOptions, usageStore: UsageStore | undefined): RunWorkflowInput['options'] {
   // A child run carries its parent's usage store, which is the executor's: every worker has that one.
-  const local = (['hooks', 'hookManager', 'usageStore'] as const).filter((key) => options[key] !== undefined && !(key === 'usageStore' && options.usageStore === usageStore));
+  // A hookContext (rule 202) is a live object of this process: another worker could not have it either.
+  const local = (['hooks', 'hookManager', 'usageStore', 'hookContext'] as const).filter((key) => options[key] !== undefined && !(key === 'usageStore' && options.usageStore === usageStore));
   if (local.length > 0) {
     throw new ConfigError(
       `DBOSAgentExecutor cannot take ${local.join(', ')} per call: a run may continue on another worker, which would not have them. Put hooks on the agent and the usage store on the executor.`,
       { options: local },
     );
   }
-  return { ...(options.userId === undefined ? {} : { userId: options.userId }), ...(options.tags === undefined ? {} : { tags: options.tags }), ...(options.metadata === undefined ? {} : { metadata: options.metadata }) };
+  return {
+    ...(options.userId === undefined ? {} : { userId: options.userId }),
+    ...(options.tags === undefined ? {} : { tags: options.tags }),
+    ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
+    ...(options.dryRun === true ? { dryRun: true } : {}),
+  };
 }
 
 /** A result as a workflow output (plain data). */

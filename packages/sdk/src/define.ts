@@ -6,6 +6,7 @@ import { HookManager, type HookMap } from './hooks/manager.js';
 import type { JSONSchema, LanguageModel, LLMToolSpec, ModelParameters } from './llm.js';
 import type { RemoteAgentClient } from './runtime/remote-agent-client.js';
 import { checkResourceLimits, type ResourceLimits } from './runtime/limits.js';
+import { checkToolRetry } from './runtime/tool-retry-policy.js';
 import { toolJSONSchema, type InferToolSchema, type ToolSchema } from './tool-schema.js';
 
 /** The name of the internal tool an agent with an outputSchema finishes through. */
@@ -14,7 +15,7 @@ export const FINISH_TOOL_NAME = '__finish__';
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** What a tool's `execute` receives besides its input. */
-export interface ToolContext extends RunAttribution {
+export interface ToolContext<THookContext = unknown> extends RunAttribution {
   readonly sessionId: string;
   readonly runId: string;
   readonly agentType: string;
@@ -39,6 +40,11 @@ export interface ToolContext extends RunAttribution {
   awaitChildren(children: readonly { readonly sessionId: string; readonly agentType: string }[]): never;
   /** The execution attempt of the run (1, then +1 per recovery). */
   readonly attempt: number;
+  /**
+   * The request-scoped resources of the call that started, resumed or recovered this run
+   * (`execute(agent, input, { hookContext })`, rule 202): the very object, never copied or stored.
+   */
+  readonly hookContext: THookContext | undefined;
 }
 
 /** The definition of a tool, as `defineTool` returns it. */
@@ -68,6 +74,38 @@ export interface ToolDefinition<TInput = unknown, TOutput = unknown> {
   execute?(input: TInput, ctx: ToolContext): TOutput | Promise<TOutput>;
   /** Set by `defineSubAgentTool` / `defineRemoteSubAgentTool`: a call runs a child agent in a session of its own. */
   readonly subAgent?: SubAgentSpec;
+  /** Runs a failed call again under this policy (rule 157; docs/tools-advanced.md). */
+  readonly retry?: ToolRetryPolicy;
+  /**
+   * A dry run's answer for a `sideEffects: true` tool (rule 156): called instead of execute when the run
+   * is a dry run; without it the call gets the standard stub result.
+   */
+  dryRun?(input: TInput, ctx: ToolContext): unknown;
+}
+
+/**
+ * How a tool's failed call runs again (rule 157). A try fails when execute throws; the run waits
+ * `initialDelayMs`, doubled each retry up to `maxDelayMs`, and runs it again while `retryOn` says so and
+ * tries remain. beforeTool and afterTool fire once per call, whatever the number of tries.
+ */
+export interface ToolRetryPolicy {
+  /** Tries per call, the first included (an integer from 1 to 10; default 3). */
+  readonly maxAttempts?: number;
+  /** Delay before the second try (default 200 ms); doubles each retry. */
+  readonly initialDelayMs?: number;
+  /** Upper bound of one delay (default 5,000 ms). */
+  readonly maxDelayMs?: number;
+  /**
+   * Decides whether the error a try threw is worth another try; `attempt` is the try that failed (1-based).
+   * Default: every error except an AgentError marked `retryable: false`.
+   */
+  retryOn?(error: unknown, attempt: number): boolean;
+  /**
+   * Required (true) to retry a `sideEffects: true` tool: the tool says that running it again after a
+   * failed try is safe (it uses `ctx.idempotencyKey`, or its failures happen before any effect). Without
+   * it, defineTool refuses the policy with `config_invalid`.
+   */
+  readonly idempotent?: boolean;
 }
 
 /** How a sub-agent tool turns its call into a child run and the child's result into the call's result. */
@@ -111,6 +149,10 @@ export interface ToolDefinitionInput<TInputSchema extends ToolSchema, TOutput> {
   readonly needsApproval?: boolean | ((input: InferToolSchema<TInputSchema>) => boolean);
   /** Omit it for a client tool (answered by the caller with submitToolResult). */
   execute?(input: InferToolSchema<TInputSchema>, ctx: ToolContext): TOutput | Promise<TOutput>;
+  /** Runs a failed call again (rule 157); a `sideEffects: true` tool must also say `idempotent: true`. */
+  readonly retry?: ToolRetryPolicy;
+  /** A dry run's answer for this side-effecting tool (rule 156); default: the standard stub result. */
+  dryRun?(input: InferToolSchema<TInputSchema>, ctx: ToolContext): unknown;
 }
 
 /** Converts a zod schema to the JSON Schema a provider expects. */
@@ -134,6 +176,11 @@ export function defineTool<TInputSchema extends ToolSchema, TOutput>(
     throw new ConfigError(`Tool "${definition.name}": execute must be a function (or absent, for a client tool).`, { tool: definition.name });
   }
   const execute = definition.execute?.bind(definition);
+  if (definition.retry !== undefined) checkToolRetry(definition.name, definition.retry, definition.sideEffects === true);
+  if (definition.dryRun !== undefined && typeof definition.dryRun !== 'function') {
+    throw new ConfigError(`Tool "${definition.name}": dryRun must be a function.`, { tool: definition.name });
+  }
+  const dryRun = definition.dryRun?.bind(definition);
   const jsonSchema = toolJSONSchema(definition.inputSchema, `Tool "${definition.name}": inputSchema`, { tool: definition.name });
   // Checked now, so a wrong kind of output schema fails here rather than on the first call.
   if (definition.outputSchema !== undefined) toolJSONSchema(definition.outputSchema, `Tool "${definition.name}": outputSchema`, { tool: definition.name });
@@ -148,6 +195,8 @@ export function defineTool<TInputSchema extends ToolSchema, TOutput>(
     jsonSchema,
     ...(definition.needsApproval === undefined ? {} : { needsApproval: definition.needsApproval }),
     ...(execute === undefined ? {} : { execute: (input: Input, ctx: ToolContext) => execute(input, ctx) }),
+    ...(definition.retry === undefined ? {} : { retry: Object.freeze({ ...definition.retry }) }),
+    ...(dryRun === undefined ? {} : { dryRun: (input: Input, ctx: ToolContext) => dryRun(input, ctx) }),
   });
 }
 

@@ -29,6 +29,7 @@ export type {
   ReasoningDeltaChunk,
   ToolApprovalRequestChunk,
   ToolEndChunk,
+  ToolRetryChunk,
   ToolStartChunk,
   WarningChunk,
 } from './stream.js';

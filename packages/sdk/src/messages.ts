@@ -42,6 +42,8 @@ export interface ToolResultMessage {
   readonly isError?: boolean;
   /** The classified error of a failed call. */
   readonly errorInfo?: AgentErrorInfo;
+  /** True when a dry run answered the call without running the tool (rule 156). */
+  readonly stubbed?: boolean;
 }
 
 /** One row of a conversation. Messages are immutable once appended. */

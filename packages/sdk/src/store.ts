@@ -71,6 +71,8 @@ export interface RunOptionsRecord {
   readonly restoredCheckpointId?: string;
   /** The runtime's record of how the run began (answers to deliver, signal fields); a JSON value stores keep as is. */
   readonly start?: unknown;
+  /** A dry run (rule 156): side-effecting tools were answered without running; runs that continue it stay dry. */
+  readonly dryRun?: boolean;
 }
 
 /** A run as stored. */

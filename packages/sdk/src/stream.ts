@@ -73,7 +73,7 @@ export interface ActionsRequestedChunk extends ChunkBase {
 export interface ActionsCompletedChunk extends ChunkBase {
   readonly type: 'actions_completed';
   readonly stepIndex: number;
-  readonly results: readonly { readonly callId: string; readonly toolName: string; readonly output: unknown; readonly isError: boolean }[];
+  readonly results: readonly { readonly callId: string; readonly toolName: string; readonly output: unknown; readonly isError: boolean; readonly stubbed?: boolean }[];
 }
 /** Token totals of a run's model calls (retried attempts included). */
 export interface RunUsageSummary {
@@ -102,6 +102,22 @@ export interface ToolEndChunk extends ChunkBase {
   readonly result?: unknown;
   readonly error?: AgentErrorInfo;
   readonly durationMs: number;
+  /** True when a dry run answered the call without running the tool (rule 156). */
+  readonly stubbed?: boolean;
+  /** How many times the tool ran (set for a tool with a retry policy, rule 157). */
+  readonly attempts?: number;
+}
+/** A tool call failed and runs again under its retry policy (rule 157). */
+export interface ToolRetryChunk extends ChunkBase {
+  readonly type: 'tool_retry';
+  readonly toolCallId: string;
+  readonly toolName: string;
+  /** The 1-based try about to run (2 for the first retry). */
+  readonly attempt: number;
+  /** Why the previous try failed (its error message). */
+  readonly reason: string;
+  /** How long the run waits before the try. */
+  readonly delayMs: number;
 }
 /** Custom state changed; `patches` are RFC 6902-like Immer patches against the previous state. */
 export interface StatePatchChunk extends ChunkBase {
@@ -191,6 +207,7 @@ export type StreamChunk =
   | SuspendedChunk
   | ToolStartChunk
   | ToolEndChunk
+  | ToolRetryChunk
   | StatePatchChunk
   | CustomChunk
   | HookDecisionChunk

@@ -37,8 +37,22 @@ export interface RunAttribution {
   readonly metadata?: Readonly<Record<string, string>>;
 }
 
-/** The context every hook receives: who is running, the state, and the stream. */
-export interface HookContext<TState = unknown, TOutput = unknown> extends RunIdentity, RunAttribution {
+/** The token usage of a run's model calls so far (retried attempts included), as hooks read it (rule 203). */
+export interface RunTokenUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly totalTokens: number;
+  readonly cacheReadTokens: number;
+  readonly cacheWriteTokens: number;
+  readonly reasoningTokens: number;
+}
+
+/**
+ * The context every hook receives: who is running, the state, the stream, the run's tracked metadata
+ * (rule 203) and the request-scoped `hookContext` (rule 202). `THookContext` types what `execute(...,
+ * { hookContext })` passed.
+ */
+export interface HookContext<TState = unknown, TOutput = unknown, THookContext = unknown> extends RunIdentity, RunAttribution {
   readonly streamId: string;
   /** Steps completed by this run: the 0-based index of the current step. */
   readonly stepCount: number;
@@ -70,6 +84,16 @@ export interface HookContext<TState = unknown, TOutput = unknown> extends RunIde
   emitCustom(eventName: string, data: unknown): Promise<void>;
   /** Phantom marker tying the context to the agent's output type (never set at run time). */
   readonly __output?: TOutput;
+  /**
+   * The request-scoped resources given to the call that started (or resumed, or recovered) this run:
+   * `execute(agent, input, { hookContext })`. The very object passed, by reference: never copied,
+   * serialized, stored or streamed. Undefined when the call gave none.
+   */
+  readonly hookContext: THookContext | undefined;
+  /** The run's model token usage so far (rule 203): every attempt of this run counted, in this process. */
+  readonly tokenUsage: RunTokenUsage;
+  /** Executed calls per tool name in this run so far (rule 203): blocked and invalid calls are not counted. */
+  readonly toolCallCounts: Readonly<Record<string, number>>;
 }
 
 /** onAgentStart: a turn starts (startSignal true) or a run owes the turn's start work (false). */
@@ -194,8 +218,8 @@ export interface MessagePayload {
  * default, see `HookErrorPolicy`). Declared through a method so its parameters are bivariant: hook sets
  * typed for one state compose with untyped ones (`AgentHooks`) in both directions.
  */
-export type HookHandler<TPayload, TState = unknown, TOutput = unknown, TResult = void> = {
-  bivarianceHack(payload: TPayload, ctx: HookContext<TState, TOutput>): TResult | void | Promise<TResult | void>;
+export type HookHandler<TPayload, TState = unknown, TOutput = unknown, TResult = void, THookContext = unknown> = {
+  bivarianceHack(payload: TPayload, ctx: HookContext<TState, TOutput, THookContext>): TResult | void | Promise<TResult | void>;
 }['bivarianceHack'];
 
 /** A refusal: `beforeLLMCall` fails the run with `hook_blocked`; `beforeTool` skips the call and tells the model why. */
@@ -225,7 +249,7 @@ export interface SuspendedChildWait {
 }
 
 /** onAgentSuspended's context: the run reached a suspension boundary (committed before the hook fires, D10). */
-export interface AgentSuspendedHookContext<TState = unknown, TOutput = unknown> extends HookContext<TState, TOutput> {
+export interface AgentSuspendedHookContext<TState = unknown, TOutput = unknown, THookContext = unknown> extends HookContext<TState, TOutput, THookContext> {
   readonly reason: 'client_tool' | 'awaiting_children' | 'step_partial';
   /** Calls awaiting a client result or a human decision (empty unless reason is client_tool). */
   readonly pendingToolCallIds: readonly string[];
@@ -236,7 +260,7 @@ export interface AgentSuspendedHookContext<TState = unknown, TOutput = unknown> 
 }
 
 /** onAgentResumed's context: a fresh run resumes a suspended run, or rewinds to a checkpoint. */
-export interface AgentResumedHookContext<TState = unknown, TOutput = unknown> extends HookContext<TState, TOutput> {
+export interface AgentResumedHookContext<TState = unknown, TOutput = unknown, THookContext = unknown> extends HookContext<TState, TOutput, THookContext> {
   /** The run that suspended (or, for a rewind, the session's previous run). Always set. */
   readonly previousRunId: string;
   /** The checkpoint restored, for a from_checkpoint rewind. */
@@ -244,7 +268,7 @@ export interface AgentResumedHookContext<TState = unknown, TOutput = unknown> ex
 }
 
 /** onAgentRetry's context: the start signal of a run that retry() began. */
-export interface AgentRetryHookContext<TState = unknown, TOutput = unknown> extends HookContext<TState, TOutput> {
+export interface AgentRetryHookContext<TState = unknown, TOutput = unknown, THookContext = unknown> extends HookContext<TState, TOutput, THookContext> {
   /** The failed run it re-runs. */
   readonly retriedRunId: string;
   /** The checkpoint it restored (absent: genesis). */
@@ -311,44 +335,44 @@ export interface AfterSubAgentPayload {
  * `onTextDelta` and `onThinking` observe the model's stream as it arrives (observe-only; a point nobody
  * handles costs nothing per delta).
  */
-export interface AgentHooks<TState = unknown, TOutput = unknown> {
-  onAgentStart?: HookHandler<AgentStartPayload<TState>, TState, TOutput>;
-  onAgentComplete?: HookHandler<AgentCompletePayload<TState, TOutput>, TState, TOutput>;
+export interface AgentHooks<TState = unknown, TOutput = unknown, THookContext = unknown> {
+  onAgentStart?: HookHandler<AgentStartPayload<TState>, TState, TOutput, void, THookContext>;
+  onAgentComplete?: HookHandler<AgentCompletePayload<TState, TOutput>, TState, TOutput, void, THookContext>;
   /** Observe-only: a throw is logged (it cannot fail the run twice). */
-  onAgentFail?: HookHandler<AgentFailPayload<TState>, TState, TOutput>;
+  onAgentFail?: HookHandler<AgentFailPayload<TState>, TState, TOutput, void, THookContext>;
   /** Observe-only: a throw is logged. */
-  onAgentSuperseded?: HookHandler<AgentSupersededPayload<TState>, TState, TOutput>;
+  onAgentSuperseded?: HookHandler<AgentSupersededPayload<TState>, TState, TOutput, void, THookContext>;
   /** May return `{ messages?, tools? }` (this call only) or `{ block: true, reason }`. */
-  beforeLLMCall?: HookHandler<BeforeLLMCallPayload, TState, TOutput, BeforeLLMCallResult>;
-  afterLLMCall?: HookHandler<AfterLLMCallPayload, TState, TOutput>;
+  beforeLLMCall?: HookHandler<BeforeLLMCallPayload, TState, TOutput, BeforeLLMCallResult, THookContext>;
+  afterLLMCall?: HookHandler<AfterLLMCallPayload, TState, TOutput, void, THookContext>;
   /** May return `{ input }` or `{ block: true, reason }`. */
-  beforeTool?: HookHandler<BeforeToolPayload, TState, TOutput, BeforeToolResult>;
+  beforeTool?: HookHandler<BeforeToolPayload, TState, TOutput, BeforeToolResult, THookContext>;
   /** May return `{ result }` to replace what the model sees and what is stored. */
-  afterTool?: HookHandler<AfterToolPayload, TState, TOutput, AfterToolResult>;
+  afterTool?: HookHandler<AfterToolPayload, TState, TOutput, AfterToolResult, THookContext>;
   /** A sub-agent call is about to start its child run (after beforeTool). */
-  beforeSubAgent?: HookHandler<BeforeSubAgentPayload, TState, TOutput>;
+  beforeSubAgent?: HookHandler<BeforeSubAgentPayload, TState, TOutput, void, THookContext>;
   /** A sub-agent call's child run ended (before onStateChange, onMessage and afterTool); parallel children's folds compose. */
-  afterSubAgent?: HookHandler<AfterSubAgentPayload, TState, TOutput>;
-  onStateChange?: HookHandler<StateChangePayload<TState>, TState, TOutput>;
-  onMessage?: HookHandler<MessagePayload, TState, TOutput>;
+  afterSubAgent?: HookHandler<AfterSubAgentPayload, TState, TOutput, void, THookContext>;
+  onStateChange?: HookHandler<StateChangePayload<TState>, TState, TOutput, void, THookContext>;
+  onMessage?: HookHandler<MessagePayload, TState, TOutput, void, THookContext>;
   /** May return `{ continue: true, message }` to keep the run going (bounded by maxSteps). */
-  onExit?: HookHandler<ExitPayload<TOutput>, TState, TOutput, ExitHookResult>;
+  onExit?: HookHandler<ExitPayload<TOutput>, TState, TOutput, ExitHookResult, THookContext>;
   /** The run reached a suspension boundary, after its suspension commit. Observe-only. */
-  onAgentSuspended?: SuspensionHookHandler<AgentSuspendedHookContext<TState, TOutput>>;
+  onAgentSuspended?: SuspensionHookHandler<AgentSuspendedHookContext<TState, TOutput, THookContext>>;
   /** A fresh run resumes a suspended run or rewinds (its start signal). Observe-only in-process. */
-  onAgentResumed?: SuspensionHookHandler<AgentResumedHookContext<TState, TOutput>>;
+  onAgentResumed?: SuspensionHookHandler<AgentResumedHookContext<TState, TOutput, THookContext>>;
   /** A run retry() began (its start signal), after its run-start commit and before its first step. Observe-only. */
-  onAgentRetry?: SuspensionHookHandler<AgentRetryHookContext<TState, TOutput>>;
+  onAgentRetry?: SuspensionHookHandler<AgentRetryHookContext<TState, TOutput, THookContext>>;
   /**
    * Each streamed text delta of a model call, in order. Observe-only: a throw is logged and never fails
    * the run; the adapter does not wait for it (the step waits for all of them before using the reply).
    */
-  onTextDelta?: HookHandler<string, TState, TOutput>;
+  onTextDelta?: HookHandler<string, TState, TOutput, void, THookContext>;
   /**
    * The model's reasoning (thinking): `(delta, false)` for each streamed reasoning delta, then
    * `(wholeBlock, true)` when the reasoning block ends. Observe-only, like onTextDelta.
    */
-  onThinking?: { bivarianceHack(content: string, isComplete: boolean, ctx: HookContext<TState, TOutput>): void | Promise<void> }['bivarianceHack'];
+  onThinking?: { bivarianceHack(content: string, isComplete: boolean, ctx: HookContext<TState, TOutput, THookContext>): void | Promise<void> }['bivarianceHack'];
 }
 
 /** The name of a hook point. */

@@ -7,7 +7,7 @@ import type { UsageRollup, UsageStore } from '../usage.js';
 import type { AgentResult } from './result.js';
 
 /** Per-run options of `execute()`. */
-export interface ExecuteOptions<TState = unknown, TOutput = unknown> extends RunAttribution {
+export interface ExecuteOptions<TState = unknown, TOutput = unknown, THookContext = unknown> extends RunAttribution {
   /** Run in this session (a new one is created when absent); a second execute on a session starts a new turn and supersedes a run still going. */
   readonly sessionId?: string;
   /**
@@ -15,7 +15,18 @@ export interface ExecuteOptions<TState = unknown, TOutput = unknown> extends Run
    * of this run's sub-agent calls run them too, after their own agent's hooks (a handler the child's agent
    * already has runs once).
    */
-  readonly hooks?: AgentHooks<TState, TOutput>;
+  readonly hooks?: AgentHooks<TState, TOutput, THookContext>;
+  /**
+   * Request-scoped resources for this run (a database client, a socket, ...): every inline hook and tool
+   * reads the very object as `ctx.hookContext` (rule 202). Held by reference, never copied, serialized,
+   * stored or streamed; a run that resume(), retry() or recover() continues gets the one its own call passes.
+   */
+  readonly hookContext?: THookContext;
+  /**
+   * A dry run (rule 156): every `sideEffects: true` tool is answered without running (by its `dryRun`, else
+   * a standard stub), read-only tools run. Kept on the run record: runs that continue it stay dry.
+   */
+  readonly dryRun?: boolean;
   /** Execution-level hooks as a manager (e.g. from `composeHookManagers`); children run them too. */
   readonly hookManager?: HookManager<TState, TOutput>;
   /** Where model and tool usage is recorded; `handle.getUsageRollup()` reads it. Pass the state store itself (durable stores are usage stores too) to record usage atomically with each commit. */
@@ -53,6 +64,13 @@ export interface AgentHandle<TState = unknown, TOutput = unknown> {
 export interface RunCallOptions extends RunAttribution {
   readonly hooks?: AgentHooks;
   readonly hookManager?: HookManager;
+  /** Request-scoped resources for the run this call begins (`ctx.hookContext`, rule 202); by reference, never stored. */
+  readonly hookContext?: unknown;
+  /**
+   * A dry run (rule 156). A run that continues another (resume, approve, reject, submitToolResult, retry)
+   * is dry when the run it continues was, whatever this says; a new turn (send) is dry only when this says so.
+   */
+  readonly dryRun?: boolean;
   readonly usageStore?: UsageStore;
   readonly abortSignal?: AbortSignal;
 }
@@ -100,6 +118,8 @@ export interface RecoverOptions {
   readonly hooks?: AgentHooks;
   readonly hookManager?: HookManager;
   readonly usageStore?: UsageStore;
+  /** Request-scoped resources for the recovered runs (`ctx.hookContext`, rule 202): the original call's are not stored. */
+  readonly hookContext?: unknown;
   /** At most this many runs (default 100). */
   readonly limit?: number;
 }

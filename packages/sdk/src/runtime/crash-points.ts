@@ -20,7 +20,9 @@ export type CrashPointName =
   /** Inside a child run (a crash test's child agent reaches it from a hook or a tool). */
   | 'in_child_run'
   /** A sub-agent call's child ended; the parent has not run afterSubAgent or recorded the call. */
-  | 'after_child_end';
+  | 'after_child_end'
+  /** A tool call's try failed and its retry was announced (tool_retry); the next try has not started. */
+  | 'before_tool_retry';
 
 function parse(spec: string | undefined): { readonly name: string; readonly nth: number } | undefined {
   if (!spec) return undefined;

@@ -1,8 +1,10 @@
-import type { Draft, EmittableChunk, HookContext, HookPoint, StateChangeSource } from '../hooks/types.js';
+import type { Draft, EmittableChunk, HookContext, HookPoint, RunTokenUsage, StateChangeSource } from '../hooks/types.js';
 import type { Message } from '../messages.js';
 import type { StreamChunkInput } from '../stream.js';
 import type { WriteScope } from './hook-dispatch.js';
+import type { RunBooks } from './run-books.js';
 import type { RunSetup } from './run-setup.js';
+import { tokenUsageOf } from './run-metadata.js';
 
 /** The fields every chunk of a run carries. */
 export interface ChunkFields {
@@ -26,6 +28,8 @@ export interface HookHost {
   emit(chunk: StreamChunkInput): Promise<void>;
   emitNoWait(chunk: StreamChunkInput): void;
   chunkBase(): ChunkFields;
+  /** The run's books: its spend and tool call counts (the run metadata of rule 203). */
+  readonly books: Pick<RunBooks, 'spend' | 'toolCallCounts'>;
 }
 
 /** The HookContext of one hook point invocation; stepCount and state read the live run. */
@@ -70,6 +74,18 @@ export class HookCallContext implements HookContext<unknown, unknown> {
 
   get abortSignal(): AbortSignal {
     return this.host.signal;
+  }
+
+  get hookContext(): unknown {
+    return this.host.setup.hookContext;
+  }
+
+  get tokenUsage(): RunTokenUsage {
+    return tokenUsageOf(this.host.books.spend);
+  }
+
+  get toolCallCounts(): Readonly<Record<string, number>> {
+    return this.host.books.toolCallCounts();
   }
 
   getState(): unknown {

@@ -2,14 +2,15 @@
 // a run's usage rollup with its sub-agents'.
 import { HookManager, type HookEntry } from '../hooks/manager.js';
 import type { Message } from '../messages.js';
-import type { RunOptionsRecord } from '../store.js';
+import type { RunOptionsRecord, StateStore } from '../store.js';
 import { mergeRollups, type UsageRollup } from '../usage.js';
 import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
 import type { BeginSpec } from './run-entry.js';
 
 /** What the run record keeps of how a run began, so any process can recover it. */
-export function runOptionsRecord(spec: BeginSpec, options: RunCallOptions): RunOptionsRecord {
+export function runOptionsRecord(spec: BeginSpec, options: RunCallOptions, dryRun = false): RunOptionsRecord {
   return {
+    ...(dryRun ? { dryRun: true } : {}),
     ...(spec.input === undefined ? {} : { input: spec.input }),
     ...(options.userId === undefined ? {} : { userId: options.userId }),
     ...(options.tags === undefined ? {} : { tags: options.tags }),
@@ -46,4 +47,15 @@ export function executionHooks(options: Pick<RunCallOptions, 'hooks' | 'hookMana
 /** The same handler twice: the same function, or the same class-based hook at the same point. */
 export function sameHandler(a: HookEntry, b: HookEntry): boolean {
   return a.handler === b.handler || (a.owner !== undefined && a.owner === b.owner);
+}
+
+/** A run's request-scoped `hookContext` (rule 202), by reference, or nothing. */
+export function hookContextOf(options: Pick<RunCallOptions, 'hookContext'>): { hookContext?: unknown } {
+  return options.hookContext === undefined ? {} : { hookContext: options.hookContext };
+}
+
+/** True when the run a new run continues (resume, retry, rewind) was a dry run: the new one stays dry (rule 156). */
+export async function continuesDryRun(store: StateStore, previousRunId: string | undefined): Promise<boolean> {
+  if (!previousRunId) return false;
+  return (await store.getRun(previousRunId))?.options.dryRun === true;
 }

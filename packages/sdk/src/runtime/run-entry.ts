@@ -5,7 +5,7 @@ import type { AgentHooks } from '../hooks/types.js';
 import type { LLMAdapter, LanguageModel, ModelRegistry } from '../llm.js';
 import type { Message } from '../messages.js';
 import type { BeginRunRequest, ClaimedRun, RunLease, RunOptionsRecord, StateStore } from '../store.js';
-import { executionHooks, rollupWithChildren, runOptionsRecord, sameHandler, turnInput } from './launch-records.js';
+import { continuesDryRun, executionHooks, hookContextOf, rollupWithChildren, runOptionsRecord, sameHandler, turnInput } from './launch-records.js';
 import type { StartSignalKind, StreamChunkInput, StreamManager, StreamWriter } from '../stream.js';
 import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
 import { crashPoint } from './crash-points.js';
@@ -155,7 +155,7 @@ export class RunLauncher {
     const startedAt = Date.now();
     const input = spec.input ?? '';
     const inputMessages: readonly Message[] = spec.newTurn ? [...(spec.leadingRows ?? []), { role: 'user', content: input }] : [];
-    const record = runOptionsRecord(spec, options);
+    const record = runOptionsRecord(spec, options, options.dryRun === true || (await continuesDryRun(c.stateStore, spec.previousRunId)));
     const begun = await c.stateStore.beginRun({
       sessionId,
       runId,
@@ -174,7 +174,7 @@ export class RunLauncher {
     crashPoint('after_k1');
     const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input);
     const turn = begun.session.turn;
-    const setup = this.#setup({ agent, model, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch, ...executionHooks(options) }, record);
+    const setup = this.#setup({ agent, model, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch, ...executionHooks(options), ...hookContextOf(options) }, record);
     return this.#launch(setup, begun.lease, { state: begun.session.state, messages: begun.session.messages, startedAt }, undefined, {
       ...spec.start,
       signal: spec.signal,
@@ -186,7 +186,7 @@ export class RunLauncher {
   }
 
   /** Continues a run this process claimed for recovery, from its last commit, replaying its journal (held by `pacer`, for a host). */
-  async continueClaimed(agent: AgentConfig<unknown, unknown>, claimed: ClaimedRun, hookSources: Pick<RunCallOptions, 'hooks' | 'hookManager' | 'usageStore'>, pacer?: Pacer): Promise<AgentHandle> {
+  async continueClaimed(agent: AgentConfig<unknown, unknown>, claimed: ClaimedRun, hookSources: Pick<RunCallOptions, 'hooks' | 'hookManager' | 'usageStore' | 'hookContext'>, pacer?: Pacer): Promise<AgentHandle> {
     const { session, run, lease, journal } = claimed;
     const model = this.modelFor(agent);
     const hooks = this.hooksFor(agent, hookSources.hooks, hookSources.hookManager);
@@ -194,7 +194,7 @@ export class RunLauncher {
     const turn = session.turn;
     const input = turnInput(turn?.input) || (run.options.input ?? '');
     const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, run.signal, input);
-    const setup = this.#setup({ agent, model, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch, ...executionHooks(hookSources) }, run.options);
+    const setup = this.#setup({ agent, model, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch, ...executionHooks(hookSources), ...hookContextOf(hookSources) }, run.options);
     // Another process asked for this run to stop while nobody ran it: it stops at once.
     if (run.stopRequest !== undefined) setup.abort.abort(new RunInterruptedError(run.stopRequest.reason));
     return this.#launch(setup, lease, { state: session.state, messages: session.messages, startedAt: run.startedAt, stepCount: run.stepCount }, journal, {
@@ -260,8 +260,8 @@ export class RunLauncher {
   }
 
   #setup(
-    own: Pick<RunSetup, 'agent' | 'model' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch' | 'executionHooks'>,
-    who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId' | 'parentToolCallId' | 'depth'>,
+    own: Pick<RunSetup, 'agent' | 'model' | 'hooks' | 'writer' | 'usageStore' | 'sessionId' | 'runId' | 'turnId' | 'epoch' | 'executionHooks' | 'hookContext'>,
+    who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId' | 'parentToolCallId' | 'depth' | 'dryRun'>,
   ): RunSetup {
     const c = this.#config;
     return {
@@ -280,6 +280,7 @@ export class RunLauncher {
       ...(who.userId === undefined ? {} : { userId: who.userId }),
       ...(who.tags === undefined ? {} : { tags: who.tags }),
       ...(who.metadata === undefined ? {} : { metadata: who.metadata }),
+      ...(who.dryRun === true ? { dryRun: true } : {}),
     };
   }
 

@@ -88,11 +88,11 @@ async function toolStep(run: Run, calls: readonly ToolCall[]): Promise<ToolOutco
 }
 
 /** Every result of the step, in the model's order (the rows are the step's tool rows). */
-function completedResults(rows: readonly Message[], calls: readonly ToolCall[]): { callId: string; toolName: string; output: unknown; isError: boolean }[] {
+function completedResults(rows: readonly Message[], calls: readonly ToolCall[]): { callId: string; toolName: string; output: unknown; isError: boolean; stubbed?: boolean }[] {
   const results = [];
   for (const call of calls) {
     const row = rows.find((r) => r.role === 'tool' && r.toolCallId === call.id);
-    if (row?.role === 'tool') results.push({ callId: row.toolCallId, toolName: row.toolName, output: row.content, isError: row.isError === true });
+    if (row?.role === 'tool') results.push({ callId: row.toolCallId, toolName: row.toolName, output: row.content, isError: row.isError === true, ...(row.stubbed === true ? { stubbed: true } : {}) });
   }
   return results;
 }

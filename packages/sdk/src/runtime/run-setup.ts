@@ -44,6 +44,10 @@ export interface RunSetup extends RunAttribution {
   readonly limits: ResolvedLimits;
   /** Starts (or re-attaches to) child runs of sub-agent calls; absent where the runtime cannot. */
   readonly children?: ChildRunner;
+  /** The request-scoped resources of the call that started this run (rule 202): held by reference, never stored. */
+  readonly hookContext?: unknown;
+  /** A dry run (rule 156): side-effecting tools are answered without running. */
+  readonly dryRun?: boolean;
 }
 
 /** What a child run is started with. */

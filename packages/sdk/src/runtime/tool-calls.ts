@@ -12,7 +12,9 @@ import { callScope, type Run } from './run.js';
 import { pushToolUsage, replayCall, replayRecordedCalls } from './call-replay.js';
 import { runSubAgent, spawnedCall, type SubAgentMode } from './sub-agent-call.js';
 import { beforeToolChain, blockCall, cancelCall, recordResult } from './tool-steering.js';
-import { AwaitChildrenSignal, toolContext } from './tool-context.js';
+import { AwaitChildrenSignal } from './tool-context.js';
+import { dryRunResult, isStubbed } from './tool-dry-run.js';
+import { attemptDetails, attemptsOf, executeWithRetry } from './tool-retry.js';
 
 /** How one call of a step ended. */
 export interface ToolOutcome {
@@ -227,13 +229,12 @@ async function announce(run: Run, tool: ToolDefinition, call: ToolCall, ran: Cal
   return { call, stopped: false, ...(record.finishOutput ? { finishOutput: record.finishOutput } : {}) };
 }
 
-/** How a call's body ended: a result or an error for the model, or an outcome that ends the call here (suspension, stop). */
-type BodyEnd = { readonly result: unknown; readonly error?: AgentError } | ToolOutcome;
+/** How a call's body ended: a result or an error for the model (`stubbed` by a dry run), or an outcome that ends the call here (suspension, stop). */
+type BodyEnd = { readonly result: unknown; readonly error?: AgentError; readonly stubbed?: boolean } | ToolOutcome;
 
 /** The call's body: the tool's execute (or a sub-agent's child run), its output checked against the tool's outputSchema. */
 async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode): Promise<BodyEnd> {
-  const execute = tool.execute;
-  if (!execute) throw new Error(`Tool ${tool.name} has no execute function.`);
+  if (!tool.execute) throw new Error(`Tool ${tool.name} has no execute function.`);
   try {
     if (tool.subAgent) {
       const child = await runSubAgent(run, tool, call, scope, mode);
@@ -243,7 +244,11 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
       if (!child.ok && run.signal.aborted) return await cancelCall(run, tool, call, scope);
       return child.ok ? await checkedResult(tool, child.result) : { result: undefined, error: child.error };
     }
-    return await checkedResult(tool, await execute(call.arguments, toolContext(run, tool, call.id, scope)));
+    if (isStubbed(run, tool)) {
+      const stub = await dryRunResult(run, tool, call, scope);
+      return { ...(stub.checked ? await checkedResult(tool, stub.result) : { result: stub.result }), stubbed: true };
+    }
+    return await checkedResult(tool, await executeWithRetry(run, tool, call, scope));
   } catch (thrown) {
     if (isOwnSupersede(run, thrown)) throw thrown;
     if (thrown instanceof AwaitChildrenSignal) {
@@ -252,9 +257,9 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
     // The stop ended this call: its result is not recorded and its writes are discarded.
     if (run.signal.aborted) return cancelCall(run, tool, call, scope);
     // A tool that throws a tool-layer error (an MCP tool's mcp_timeout, say) keeps its code and message.
-    if (ToolError.isInstance(thrown)) return { result: undefined, error: agentErrorFromInfo({ ...thrown.info, details: { tool: tool.name, ...thrown.info.details } }, thrown) };
+    if (ToolError.isInstance(thrown)) return { result: undefined, error: agentErrorFromInfo({ ...thrown.info, details: { tool: tool.name, ...thrown.info.details, ...attemptDetails(thrown) } }, thrown) };
     const message = thrown instanceof Error ? thrown.message : String(thrown);
-    return { result: undefined, error: new ToolError('tool_failed', `Tool "${tool.name}" failed: ${message}`, { details: { tool: tool.name }, cause: thrown }) };
+    return { result: undefined, error: new ToolError('tool_failed', `Tool "${tool.name}" failed: ${message}`, { details: { tool: tool.name, ...attemptDetails(thrown) }, cause: thrown }) };
   }
 }
 
@@ -279,12 +284,13 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
   }
   await run.hooks.flushStateChanges(scope);
   const success = error === undefined;
-  const row = error ? errorResult(call, error.info) : { role: 'tool' as const, toolCallId: call.id, toolName: tool.name, content: result ?? null };
+  const stub = body.stubbed === true ? { stubbed: true } : {};
+  const row = error ? { ...errorResult(call, error.info), ...stub } : { role: 'tool' as const, toolCallId: call.id, toolName: tool.name, content: result ?? null, ...stub };
   const { message, rewritten, tooLarge } = await recordResult(run, { toolCall: call, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, row, scope);
   // A result too large to store is an error for the model; the call's writes stay (the tool did its work).
   const failure = error ?? tooLarge;
   const stored = failure === undefined;
-  const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: stored, durationMs, ...(failure ? { error: failure.info } : { result: rewritten ? rewritten.result : result }), ...run.chunkBase() };
+  const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: stored, durationMs, ...(failure ? { error: failure.info } : { result: rewritten ? rewritten.result : result }), ...stub, ...attemptsOf(tool, scope), ...run.chunkBase() };
   return { record: { message, patches: run.work.patchesOf(scope.owner), seqs: run.work.seqsOf(scope.owner), success: stored, durationMs, ...(finishOutput && stored ? { finishOutput } : {}) }, end };
 }
 

@@ -57,15 +57,19 @@ export function toSessionEvent(chunk: StreamChunk, context: ChunkEventContext): 
       return event('actions.requested', chunk, context, { calls: Object.freeze(calls), stepIndex: chunk.stepIndex });
     }
     case 'tool_end': {
+      const stubbed = chunk.stubbed === true ? { stubbed: true } : {};
       const result: ActionResult = chunk.success
-        ? { callId: chunk.toolCallId, toolName: chunk.toolName, output: chunk.result, isError: false }
-        : { callId: chunk.toolCallId, toolName: chunk.toolName, output: chunk.error?.message, isError: true, ...(chunk.error ? { error: chunk.error } : {}) };
+        ? { callId: chunk.toolCallId, toolName: chunk.toolName, output: chunk.result, isError: false, ...stubbed }
+        : { callId: chunk.toolCallId, toolName: chunk.toolName, output: chunk.error?.message, isError: true, ...stubbed, ...(chunk.error ? { error: chunk.error } : {}) };
       return event('action.result', chunk, context, result);
+    }
+    case 'tool_retry': {
+      return event('action.tool_retry', chunk, context, { callId: chunk.toolCallId, toolName: chunk.toolName, attempt: chunk.attempt, reason: chunk.reason });
     }
     case 'actions_completed': {
       const results = chunk.results
         .filter((r) => r.toolName !== FINISH_TOOL_NAME)
-        .map((r): ActionResult => Object.freeze({ callId: r.callId, toolName: r.toolName, output: r.output, isError: r.isError }));
+        .map((r): ActionResult => Object.freeze({ callId: r.callId, toolName: r.toolName, output: r.output, isError: r.isError, ...(r.stubbed === true ? { stubbed: true } : {}) }));
       if (results.length === 0) return undefined;
       return event('actions.completed', chunk, context, { results: Object.freeze(results), stepIndex: chunk.stepIndex });
     }

@@ -17,7 +17,7 @@ export interface ActionResult {
   /** The result as the model saw it; for a failed call, the error message. */
   readonly output?: unknown;
   readonly isError: boolean;
-  /** True when a dry-run session answered a write without running it (no dry-run mode exists yet, so never set). */
+  /** True when a dry run answered a side-effecting call without running it (rule 156). */
   readonly stubbed?: boolean;
   readonly parentCallId?: string;
   /** Why the call failed, when it did. */
