@@ -122,7 +122,7 @@ describe('tool retries', () => {
   });
 
   it('rule 157: a stop during the backoff ends the call as stopped, without another try', async () => {
-    let handleStop: (() => void) | undefined;
+    const stopper: { stop?: () => void } = {};
     const tries: number[] = [];
     const tool = defineTool({
       name: 'fetchit',
@@ -131,7 +131,7 @@ describe('tool retries', () => {
       retry: { maxAttempts: 5, initialDelayMs: 5_000 },
       execute: () => {
         tries.push(1);
-        setTimeout(() => handleStop?.(), 10);
+        setTimeout(() => stopper.stop?.(), 10);
         throw new Error('down');
       },
     });
@@ -139,7 +139,7 @@ describe('tool retries', () => {
     const started = Date.now();
     const wired = setup();
     const handle = await wired.executor.execute(agent, 'go');
-    handleStop = () => void handle.stop('enough');
+    stopper.stop = () => void handle.stop('enough');
     const result = await handle.result();
     expect(result.status).toBe('interrupted');
     expect(tries).toHaveLength(1);
