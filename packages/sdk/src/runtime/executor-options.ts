@@ -7,6 +7,7 @@ import type { AuditHooks } from './hook-dispatch.js';
 import type { ResourceLimits } from './limits.js';
 import type { Logger } from './logger.js';
 import type { RunHost } from './run-host.js';
+import type { ChildStart } from './run-setup.js';
 
 /** Options of a {@link JSAgentExecutor}. */
 export interface JSAgentExecutorOptions {
@@ -82,4 +83,9 @@ export async function checkRestorable(store: StateStore, sessionId: string, chec
   if (checkpointId === GENESIS_CHECKPOINT) return;
   const checkpoints = await store.listCheckpoints(sessionId);
   if (!checkpoints.some((c) => c.checkpointId === checkpointId)) throw new AgentError('state_not_found', `Session ${sessionId} has no checkpoint ${checkpointId}.`, { details: { checkpointId } });
+}
+
+/** What a child run inherits of its parent's run besides hooks and attribution: dry run and hookContext (rules 156, 202). */
+export function childRunOptions(child: Pick<ChildStart, 'dryRun' | 'hookContext'>): { dryRun?: boolean; hookContext?: unknown } {
+  return { ...(child.dryRun ? { dryRun: true } : {}), ...(child.hookContext === undefined ? {} : { hookContext: child.hookContext }) };
 }

@@ -9,7 +9,7 @@ import type { CheckpointInfo, RunRecord, SessionSnapshot, StateStore } from '../
 import type { StreamChunk, StreamManager, StreamReadOptions } from '../stream.js';
 import type { AgentHandle, AgentRuntime, ExecuteOptions, RecoverOptions, ResumeOptions, RetryOptions, RunCallOptions } from './agent-runtime.js';
 import { ApprovalSigner } from './approval-signature.js';
-import { cancelledRows, checkRestorable, initialStateOf, lastRestorable, type JSAgentExecutorOptions } from './executor-options.js';
+import { cancelledRows, checkRestorable, childRunOptions, initialStateOf, lastRestorable, type JSAgentExecutorOptions } from './executor-options.js';
 import { checkInputText, checkInputValue, checkResourceLimits, resolveLimits, tooManyMessages, type ResolvedLimits, type ResourceLimits } from './limits.js';
 import { consoleLogger, type Logger } from './logger.js';
 import { recoverRuns } from './recovery.js';
@@ -157,7 +157,7 @@ export class JSAgentExecutor implements AgentRuntime {
       const wait = { timeoutMs: this.#attachTimeoutMs, stopWaitMs: this.leaseMs, logger: this.#logger, ...(child.usageStore ? { usageStore: child.usageStore } : {}) };
       return attachedHandle(this.stateStore, this.streamManager, existing.sessionId, existing.currentRunId, wait);
     }
-    const options: ExecuteOptions = { sessionId: child.sessionId, parentSessionId: child.parentSessionId, ...child.attribution, ...(child.usageStore ? { usageStore: child.usageStore } : {}), ...(child.executionHooks ? { hookManager: child.executionHooks } : {}) };
+    const options: ExecuteOptions = { sessionId: child.sessionId, parentSessionId: child.parentSessionId, ...child.attribution, ...(child.usageStore ? { usageStore: child.usageStore } : {}), ...(child.executionHooks ? { hookManager: child.executionHooks } : {}), ...childRunOptions(child) };
     return this.#newTurn(agent, input, options, { depth: child.depth, parentToolCallId: child.parentToolCallId });
   }
 

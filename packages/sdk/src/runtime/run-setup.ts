@@ -64,6 +64,10 @@ export interface ChildStart {
   readonly executionHooks?: HookManager<unknown, unknown>;
   /** The child may exist already (a recovered or resumed parent): re-attach to its run instead of starting a new turn. */
   readonly attach: boolean;
+  /** The parent is a dry run: so is the child (rule 156). */
+  readonly dryRun?: boolean;
+  /** The parent's request-scoped resources (rule 202), by reference. */
+  readonly hookContext?: unknown;
 }
 
 /** The runtime's side of sub-agent calls: start a child run, or re-attach to the one a recovered parent spawned. */

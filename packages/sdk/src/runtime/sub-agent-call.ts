@@ -108,6 +108,9 @@ function startLocalChild(run: Run, children: ChildRunner, spec: LocalSubAgentSpe
     attach,
     ...(s.usageStore ? { usageStore: s.usageStore } : {}),
     ...(s.executionHooks ? { executionHooks: s.executionHooks } : {}),
+    // A dry run's children are dry too, and see the same request-scoped resources (rules 156, 202).
+    ...(s.dryRun ? { dryRun: true } : {}),
+    ...(s.hookContext === undefined ? {} : { hookContext: s.hookContext }),
   });
 }
 
