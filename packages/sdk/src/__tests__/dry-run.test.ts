@@ -104,7 +104,7 @@ describe('dry runs', () => {
     const events = chunks.map((c) => toSessionEvent(c, { sessionId: handle.sessionId, turnId: undefined, recovered: false })).filter((e) => e !== undefined);
     const results = events.filter((e) => e.type === 'action.result').map((e) => e.data as { callId: string; stubbed?: boolean });
     expect(Object.fromEntries(results.map((r) => [r.callId, r.stubbed === true]))).toEqual({ s1: true, c1: true, l1: false });
-    const envelope = events.find((e) => e.type === 'actions.completed')!.data as { results: { callId: string; stubbed?: boolean }[] };
+    const envelope = events.find((e) => e.type === 'actions.completed')!.data as unknown as { results: { callId: string; stubbed?: boolean }[] };
     expect(envelope.results.map((r) => r.stubbed === true)).toEqual([true, true, false]);
   });
 

@@ -133,7 +133,7 @@ export interface RecoverOptions {
  */
 export interface AgentRuntime {
   /** Starts a new turn with `input`: a new session, or a new turn on `options.sessionId`. */
-  execute<TState, TOutput>(agent: AgentConfig<TState, TOutput>, input: string, options?: ExecuteOptions<NoInfer<TState>, NoInfer<TOutput>>): Promise<AgentHandle<TState, TOutput>>;
+  execute<TState, TOutput, THookContext = unknown>(agent: AgentConfig<TState, TOutput>, input: string, options?: ExecuteOptions<NoInfer<TState>, NoInfer<TOutput>, THookContext>): Promise<AgentHandle<TState, TOutput>>;
   /** A chat send: a new turn on an existing session, with the session's registered agent. */
   send(sessionId: string, message: string, options?: RunCallOptions): Promise<AgentHandle>;
   /** Resumes a suspended session (continue / with_confirmation), starts a turn (with_message) or rewinds (from_checkpoint). */

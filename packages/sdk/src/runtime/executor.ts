@@ -100,10 +100,10 @@ export class JSAgentExecutor implements AgentRuntime {
    * Starts a run and resolves once its entry (K1 run-start commit, stream claim, run_started chunk)
    * is done. An entry failure rejects with a typed error and fires no hook at all (docs/rules.md, rule 10).
    */
-  async execute<TState, TOutput>(
+  async execute<TState, TOutput, THookContext = unknown>(
     agent: AgentConfig<TState, TOutput>,
     input: string,
-    options: ExecuteOptions<NoInfer<TState>, NoInfer<TOutput>> = {},
+    options: ExecuteOptions<NoInfer<TState>, NoInfer<TOutput>, THookContext> = {},
   ): Promise<AgentHandle<TState, TOutput>> {
     return (await this.#newTurn(agent as unknown as AgentConfig<unknown, unknown>, input, options as ExecuteOptions)) as AgentHandle<TState, TOutput>;
   }
