@@ -96,6 +96,7 @@ export const ERROR_CODES = {
   tool_interrupted: { layer: 'tool', severity: 'error', retryable: false, hint: 'The process running this tool stopped before its result was recorded; it was not run again because it has side effects.' },
   run_stopped: { layer: 'tool', severity: 'info', retryable: true, hint: 'The run was stopped before this call finished.' },
   stream_closed: { layer: 'transport', severity: 'error', retryable: false },
+  stream_write_failed: { layer: 'transport', severity: 'warning', retryable: true, hint: 'A report could not be written to the run\'s stream (the stream store failed, or another run took the stream); the run went on. Check the stream store.' },
 } as const satisfies Record<string, CodeDefaults>;
 
 /** A code the runtime raises itself; {@link AgentErrorInfo.code} also accepts any other string for user codes. */

@@ -45,6 +45,8 @@ export * from './hooks/manager.js';
 export * from './hooks/serialize.js';
 export { JSAgentExecutor } from './runtime/executor.js';
 export type { JSAgentExecutorOptions, RunStartedInfo } from './runtime/executor.js';
+export type { ReconcileOptions } from './runtime/reconcile-options.js';
+export { dryRunStub, type DryRunStub } from './runtime/tool-dry-run.js';
 export type { AgentRuntime, ExecuteOptions, AgentHandle, RecoverOptions, RunCallOptions, ResumeOptions, RetryOptions, ToolResultSubmission, ApprovalDecision } from './runtime/agent-runtime.js';
 export type { AuditHooks } from './runtime/hook-dispatch.js';
 export { DEFAULT_RESOURCE_LIMITS } from './runtime/limits.js';

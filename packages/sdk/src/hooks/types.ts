@@ -170,6 +170,13 @@ export interface AfterLLMCallPayload {
   readonly attempt: number;
   /** The classified provider error of a failed attempt. */
   readonly error?: AgentErrorInfo;
+  /**
+   * Set when this failed attempt's error report (the warning chunk of a retried attempt) could not be
+   * written to the stream: `stream_write_failed` (rule 68). The write is settled before this hook fires.
+   */
+  readonly onErrorFailure?: AgentErrorInfo;
+  /** True when the adapter threw instead of returning a result (only with `afterLLMCallOnThrow`, C2). */
+  readonly threw?: boolean;
 }
 
 /** beforeTool: a validated tool call is about to run (before any approval prompt). */

@@ -6,11 +6,12 @@ import { GENESIS_CHECKPOINT, type PendingCall, type StateStore } from '../store.
 import type { AuditHooks } from './hook-dispatch.js';
 import type { ResourceLimits } from './limits.js';
 import type { Logger } from './logger.js';
+import type { ReconcileOptions } from './reconcile-options.js';
 import type { RunHost } from './run-host.js';
 import type { ChildStart } from './run-setup.js';
 
-/** Options of a {@link JSAgentExecutor}. */
-export interface JSAgentExecutorOptions {
+/** Options of a {@link JSAgentExecutor}; the C2, C6 and C16 variants come from {@link ReconcileOptions}. */
+export interface JSAgentExecutorOptions extends ReconcileOptions {
   /** Where observe-only hook errors and store trouble are reported (default: stderr). */
   readonly logger?: Logger;
   /** When true, a throwing onAgentComplete fails the run (onAgentFail follows; docs/rules.md, C5); by default the run completes without the hook's writes. */

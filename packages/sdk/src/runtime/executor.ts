@@ -9,6 +9,7 @@ import type { CheckpointInfo, RunRecord, SessionSnapshot, StateStore } from '../
 import type { StreamChunk, StreamManager, StreamReadOptions } from '../stream.js';
 import type { AgentHandle, AgentRuntime, ExecuteOptions, RecoverOptions, ResumeOptions, RetryOptions, RunCallOptions } from './agent-runtime.js';
 import { ApprovalSigner } from './approval-signature.js';
+import { resolveReconcile } from './reconcile-options.js';
 import { cancelledRows, checkRestorable, childRunOptions, initialStateOf, lastRestorable, type JSAgentExecutorOptions } from './executor-options.js';
 import { checkInputText, checkInputValue, checkResourceLimits, resolveLimits, tooManyMessages, type ResolvedLimits, type ResourceLimits } from './limits.js';
 import { consoleLogger, type Logger } from './logger.js';
@@ -83,6 +84,7 @@ export class JSAgentExecutor implements AgentRuntime {
         },
       },
       onEnded: (ended) => this.#tree.runEnded(ended),
+      reconcile: resolveReconcile(options),
     });
     this.#tree = new SubAgentTree({
       stateStore,

@@ -3,6 +3,7 @@ import { AgentError, agentErrorFromInfo, HookError, RunInterruptedError, type Ag
 import type { BeforeLLMCallPayload, BeforeLLMCallResult, StepPlan } from '../hooks/types.js';
 import type { LanguageModel, LLMAdapter, LLMToolSpec, StepFailure, StepResult, StepSuccess } from '../llm.js';
 import type { AssistantMessage, Message } from '../messages.js';
+import { afterLLMCallOnThrow, reportRetriedAttempt } from './attempt-reports.js';
 import { crashPoint } from './crash-points.js';
 import type { HookEntry } from '../hooks/manager.js';
 import type { Verdict, WriteScope } from './hook-dispatch.js';
@@ -72,14 +73,15 @@ export async function callModel(run: Run, adapter: LLMAdapter, warned: Set<strin
     const spend = run.books.charge(result, run.setup.agent.limits?.pricing);
     const budgetError = run.guards.afterAttempt.length > 0 ? firstTripped(run.guards.afterAttempt, { rows: [], emptyReply: false, spend }) : undefined;
     const plan = planAttempt(run, result, attempt, retries);
+    // The error report is settled before afterLLMCall, which carries a failed write (rule 68).
+    const onErrorFailure = plan.kind === 'retry' && !result.ok ? await reportRetriedAttempt(run, warned, result.error, attempt, retries.maxAttempts) : undefined;
     if (run.hooks.has('afterLLMCall')) {
-      const payload = { result, plan, durationMs, model: result.model, attempt, ...(result.usage === undefined ? {} : { usage: result.usage }), ...(result.ok ? {} : { error: result.error }) };
+      const payload = { result, plan, durationMs, model: result.model, attempt, ...(result.usage === undefined ? {} : { usage: result.usage }), ...(result.ok ? {} : { error: result.error }), ...(onErrorFailure ? { onErrorFailure } : {}) };
       await run.hooks.fire('afterLLMCall', payload, scope);
     }
     if (budgetError) throw budgetError;
     if (result.ok) return result;
     if (plan.kind !== 'retry') throw failureError(result.error, attempt);
-    warnOnce(run, warned, result.error, attempt, retries.maxAttempts);
     await sleep(plan.delayMs, run.signal);
   }
 }
@@ -105,9 +107,10 @@ async function attemptOnce(run: Run, adapter: LLMAdapter, attempt: number, scope
     result = await adapter.generateStep({ model: run.setup.model, systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools, modelParameters: config, abortSignal, onTextDelta, onReasoningDelta, onReasoningEnd });
   } catch (error) {
     await callbacks.drain();
-    // An adapter must return provider failures; a throw is a bug and fires no afterLLMCall.
-    if (AgentError.isInstance(error)) throw error;
-    throw new AgentError('run_internal_error', `The model adapter threw: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    // An adapter must return provider failures; a throw is a bug and fires no afterLLMCall (unless afterLLMCallOnThrow, C2).
+    const thrown = AgentError.isInstance(error) ? error : new AgentError('run_internal_error', `The model adapter threw: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    await afterLLMCallOnThrow(run, thrown, attempt, performance.now() - startedAt, scope);
+    throw thrown;
   }
   const durationMs = performance.now() - startedAt;
   await callbacks.drain();
@@ -210,17 +213,6 @@ class LLMCallPayload implements BeforeLLMCallPayload {
 function failureError(info: AgentErrorInfo, attempts: number): AgentError {
   if (attempts <= 1) return agentErrorFromInfo(info);
   return agentErrorFromInfo({ ...info, details: { ...info.details, attempts } });
-}
-
-function warnOnce(run: Run, warned: Set<string>, error: AgentErrorInfo, attempt: number, maxAttempts: number): void {
-  const key = `${error.code}:${error.message}`;
-  if (warned.has(key)) return;
-  warned.add(key);
-  run.emitNoWait({
-    type: 'warning',
-    errorInfo: { ...error, severity: 'warning', details: { ...error.details, attempt, maxAttempts } },
-    ...run.chunkBase(),
-  });
 }
 
 /**

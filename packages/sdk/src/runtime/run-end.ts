@@ -127,7 +127,9 @@ async function complete(run: Run, output: unknown, exitReason: ExitReason, start
 /** onAgentFail (observe-only, its writes and rows dropped) → the terminal commit → error chunk. */
 export async function fail(run: Run, error: AgentError, startHookFired: boolean): Promise<AgentResult> {
   const status: RunStatus = error.code === 'run_interrupted' ? 'interrupted' : 'failed';
-  if (startHookFired && run.hooks.has('onAgentFail')) {
+  // C6: `interruptFiresOnAgentFail: false` ends an interrupted run without the hook.
+  const fires = status !== 'interrupted' || run.setup.reconcile?.interruptFiresOnAgentFail !== false;
+  if (startHookFired && fires && run.hooks.has('onAgentFail')) {
     const before = run.work.mark();
     await run.hooks.fireObserveOnly('onAgentFail', { error, finalState: run.state, stepCount: run.stepCount, durationMs: run.durationMs(), recoverable: error.retryable }, scopeOf(RUN_OWNER));
     run.work.rollbackTo(before);

@@ -20,6 +20,7 @@ import type { ChildRunner, RunSetup } from './run-setup.js';
 import type { RunStart } from './run-start.js';
 import { Run, type RunOrigin } from './run.js';
 import { PacedRecorder, type Pacer } from './pacer.js';
+import type { ResolvedReconcileOptions } from './reconcile-options.js';
 import type { RunHost } from './run-host.js';
 import { JournalStepRecorder } from './step-recorder.js';
 
@@ -78,6 +79,8 @@ export interface LauncherConfig {
   readonly host?: RunHost;
   /** Told when a run of this launcher has ended here (before its handle's result resolves). */
   readonly onEnded?: (ended: RunEndedInfo) => Promise<void>;
+  /** The §2 reconciliation variants (C2, C6, C16) for every run. */
+  readonly reconcile?: ResolvedReconcileOptions;
 }
 
 /** A run that ended in this process, as {@link LauncherConfig.onEnded} hears of it. */
@@ -281,6 +284,7 @@ export class RunLauncher {
       ...(who.tags === undefined ? {} : { tags: who.tags }),
       ...(who.metadata === undefined ? {} : { metadata: who.metadata }),
       ...(who.dryRun === true ? { dryRun: true } : {}),
+      ...(c.reconcile === undefined ? {} : { reconcile: c.reconcile }),
     };
   }
 

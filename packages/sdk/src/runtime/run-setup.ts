@@ -9,6 +9,7 @@ import type { AgentHandle } from './agent-runtime.js';
 import type { AuditHooks } from './hook-dispatch.js';
 import type { ResolvedLimits } from './limits.js';
 import type { Logger } from './logger.js';
+import type { ResolvedReconcileOptions } from './reconcile-options.js';
 
 /** Everything a run needs that does not change while it runs. */
 export interface RunSetup extends RunAttribution {
@@ -48,6 +49,8 @@ export interface RunSetup extends RunAttribution {
   readonly hookContext?: unknown;
   /** A dry run (rule 156): side-effecting tools are answered without running. */
   readonly dryRun?: boolean;
+  /** The §2 reconciliation variants in force (C2, C6, C16; absent: the defaults). */
+  readonly reconcile?: ResolvedReconcileOptions;
 }
 
 /** What a child run is started with. */

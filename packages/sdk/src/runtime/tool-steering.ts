@@ -18,6 +18,8 @@ import { errorResult, stoppedResult, type ToolOutcome } from './tool-calls.js';
  * its content changes. A row still over `maxToolResultChars` becomes a `tool_result_too_large` error row.
  */
 export async function recordResult(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): Promise<RecordedResult> {
+  // C16 with rewriteBeforeOnMessage: the afterTool chain first, so onMessage sees the rewritten row.
+  if (run.setup.reconcile?.rewriteBeforeOnMessage === true) return rewriteThenRecord(run, payload, row, scope);
   const messageIndex = await run.appendMessage(row, scope);
   const rewritten = await afterToolChain(run, payload, scope);
   let message = rewritten ? { ...row, content: rewritten.result ?? null } : row;
@@ -27,6 +29,18 @@ export async function recordResult(run: Run, payload: AfterToolPayload, row: Too
   const tooLarge = size === undefined ? undefined : toolResultTooLarge(payload.tool.name, size, max);
   if (tooLarge) message = errorResult(payload.toolCall, tooLarge.info);
   if (message !== row) run.work.replace(messageIndex, message);
+  return { message, ...(rewritten ? { rewritten } : {}), ...(tooLarge ? { tooLarge } : {}) };
+}
+
+/** recordResult under `rewriteBeforeOnMessage` (C16): afterTool rewrites, then the row (as rewritten, or the size error) is appended and fires onMessage. */
+async function rewriteThenRecord(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): Promise<RecordedResult> {
+  const rewritten = await afterToolChain(run, payload, scope);
+  let message = rewritten ? { ...row, content: rewritten.result ?? null } : row;
+  const max = run.setup.limits.maxToolResultChars;
+  const size = jsonLongerThan(message.content, max);
+  const tooLarge = size === undefined ? undefined : toolResultTooLarge(payload.tool.name, size, max);
+  if (tooLarge) message = errorResult(payload.toolCall, tooLarge.info);
+  await run.appendMessage(message, scope);
   return { message, ...(rewritten ? { rewritten } : {}), ...(tooLarge ? { tooLarge } : {}) };
 }
 
