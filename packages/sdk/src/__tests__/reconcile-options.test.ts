@@ -13,10 +13,9 @@ import {
   type JSAgentExecutorOptions,
   type LLMAdapter,
   type MessagePayload,
-  type StreamChunkInput,
-  type StreamWriter,
   type ToolResultMessage,
 } from '../index.js';
+import type { StreamChunkInput, StreamWriter } from '../stream.js';
 import { counterAgent, finish, incrementTool, memoryLogger, setup } from './harness.js';
 
 // Rule 68 (onErrorFailure), the §2 reconciliation options (C2 afterLLMCallOnThrow, C6

@@ -12,8 +12,9 @@ import { supersedeScenarios } from './supersede.js';
 import { retryScenarios } from './retry-rewind.js';
 import { recoveryScenarios } from './recovery.js';
 import { subAgentScenarios } from './sub-agents.js';
+import { toolPolicyScenarios } from './tool-policies.js';
 
 /** Every scenario of the runtime conformance suite, by topic. */
-export const runtimeScenarios: readonly RuntimeScenario[] = Object.freeze([...lifecycleScenarios, ...startSignalScenarios, ...suspensionScenarios, ...steeringScenarios, ...toolScenarios, ...modelCallScenarios, ...policyScenarios, ...stopScenarios, ...supersedeScenarios, ...retryScenarios, ...recoveryScenarios, ...subAgentScenarios, ...regressionScenarios]);
+export const runtimeScenarios: readonly RuntimeScenario[] = Object.freeze([...lifecycleScenarios, ...startSignalScenarios, ...suspensionScenarios, ...steeringScenarios, ...toolScenarios, ...toolPolicyScenarios, ...modelCallScenarios, ...policyScenarios, ...stopScenarios, ...supersedeScenarios, ...retryScenarios, ...recoveryScenarios, ...subAgentScenarios, ...regressionScenarios]);
 
-export { lifecycleScenarios, startSignalScenarios, suspensionScenarios, steeringScenarios, toolScenarios, modelCallScenarios, policyScenarios, stopScenarios, supersedeScenarios, retryScenarios, recoveryScenarios, subAgentScenarios, regressionScenarios };
+export { lifecycleScenarios, startSignalScenarios, suspensionScenarios, steeringScenarios, toolScenarios, toolPolicyScenarios, modelCallScenarios, policyScenarios, stopScenarios, supersedeScenarios, retryScenarios, recoveryScenarios, subAgentScenarios, regressionScenarios };
