@@ -104,7 +104,7 @@ describe('the devtools page in headless Chromium', () => {
     expect(await page.locator('#tail').textContent()).toContain('onerror');
     expect(await page.locator('img').count()).toBe(0);
     expect(await page.locator('script').count()).toBe(1);
-    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
 
     // Click a timeline item: its details show in the inspector.
     await page.locator('[data-lane=tools] .item').click();
