@@ -1,9 +1,12 @@
 // The devtools page (issue 13, item 6) in a real browser: headless Chromium (Debian's package) driven by
 // playwright-core, against a real server (JSAgentExecutor -> VercelAIAdapter -> @ai-sdk/openai -> the
 // scripted OpenAI-compatible server over HTTP). It sends a message from the chat box, approves the pending
-// call with the button, sees the run complete, and saves docs/images/devtools.png.
+// call with the button, sees the run complete, and takes a screenshot (docs/images/devtools.png with
+// HELIX_UPDATE_SCREENSHOTS=1).
 import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
@@ -12,7 +15,8 @@ import { defineAgent, defineTool, InMemoryUsageStore, type AgentConfig } from '@
 import type { OpenAIChatRequestBody, ScriptedOpenAIStep } from '@helix-agents/llm-vercel/testing';
 import { closeAll, get, startHarness, TOKENS, type Harness } from './__tests__/harness.js';
 
-const SCREENSHOT = fileURLToPath(new URL('../../../docs/images/devtools.png', import.meta.url));
+// The committed screenshot is rewritten only on request (HELIX_UPDATE_SCREENSHOTS=1), so a test run leaves the tree clean.
+const SCREENSHOT = process.env['HELIX_UPDATE_SCREENSHOTS'] === '1' ? fileURLToPath(new URL('../../../docs/images/devtools.png', import.meta.url)) : join(mkdtempSync(join(tmpdir(), 'helix-devtools-')), 'devtools.png');
 const HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
 
 function chromiumPath(): string {
@@ -110,8 +114,9 @@ describe('the devtools page in headless Chromium', () => {
     await page.locator('[data-lane=tools] .item').click();
     expect(await page.locator('#inspect').textContent()).toContain('"toolName": "wire"');
 
-    mkdirSync(fileURLToPath(new URL('.', `file://${SCREENSHOT}`)), { recursive: true });
+    mkdirSync(dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    expect(readFileSync(SCREENSHOT).subarray(1, 4).toString('latin1')).toBe('PNG');
     expect(errors).toEqual([]);
     await context.close();
   }, 60_000);
