@@ -34,7 +34,7 @@ export const DEVTOOLS_SCRIPT = String.raw`(function () {
     return h;
   }
   function api(path, body) {
-    var init = { headers: headers(body === undefined ? undefined : { 'content-type': 'application/json' }), cache: 'no-store', credentials: 'omit' };
+    var init = { headers: headers(body === undefined ? undefined : { 'content-type': 'application/json' }), cache: 'no-store', credentials: 'same-origin' };
     if (body !== undefined) { init.method = 'POST'; init.body = JSON.stringify(body); }
     return fetch(path, init).then(function (res) {
       if (res.status === 401) { showLogin(S.token ? 'The server refused this token.' : ''); throw new Error('not authenticated'); }
@@ -323,7 +323,7 @@ export const DEVTOOLS_SCRIPT = String.raw`(function () {
     var abort = new AbortController();
     S.tail = abort;
     var next = from;
-    fetch('/api/sessions/' + enc(sessionId) + '/stream?from=' + from, { headers: headers({ accept: 'text/event-stream' }), signal: abort.signal, credentials: 'omit' }).then(function (res) {
+    fetch('/api/sessions/' + enc(sessionId) + '/stream?from=' + from, { headers: headers({ accept: 'text/event-stream' }), signal: abort.signal, credentials: 'same-origin' }).then(function (res) {
       if (res.status === 401) { showLogin('The server refused this token.'); return; }
       if (!res.ok || !res.body) throw new Error('HTTP ' + res.status);
       var reader = res.body.getReader();

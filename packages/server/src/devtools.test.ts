@@ -80,6 +80,12 @@ describe('the /devtools page', () => {
     expect(DEVTOOLS_SCRIPT).toContain('textContent');
   });
 
+  it("with auth: 'none' the page and its data need no token (user local)", async () => {
+    const h = await startHarness({ script: [], agents, app: { auth: 'none' } });
+    expect((await fetch(`${h.url}/devtools`)).status).toBe(200);
+    expect((await fetch(`${h.url}/api/agents`)).status).toBe(200);
+  });
+
   it('devtools: false serves no page (404 once authenticated)', async () => {
     const h = await startHarness({ script: [], agents, app: { devtools: false } });
     expect((await fetch(`${h.url}/devtools`)).status).toBe(401);
