@@ -274,11 +274,13 @@ describe('code blocks in README.md and docs/*.md', () => {
     for (const [i, batch] of batches(runnable, RUNNERS).entries()) {
       const result = results[i] as BatchResult;
       const outcomes = new Map(result.outcomes.map((o) => [o.id, o]));
+      const culprit = batch.find((b) => !outcomes.has(blockId(b)));
       for (const block of batch) {
         const id = blockId(block);
         const outcome = outcomes.get(id);
         const output = tail(`${outputOf(result.stdout, id)}\n${outputOf(result.stderr, id)}`.trim());
-        if (outcome === undefined) failures.push(`${where(block)}: never finished: the runner exited (${result.exit}) before or during it\n${output}`);
+        if (block === culprit) failures.push(`${where(block)}: the runner process ended (exit ${result.exit}) while this block ran: does it call process.exit(), or crash the process?\n${output || tail(result.stderr)}`);
+        else if (outcome === undefined) failures.push(`${where(block)}: not run, because the runner ended during ${where(culprit as CodeBlock)}`);
         else if (!outcome.ok) failures.push(`${where(block)}: ${tail(outcome.error ?? '', 12)}\n--- output ---\n${output}`);
         for (const error of result.stray[id] ?? []) failures.push(`${where(block)}: an error nobody awaited: ${tail(error, 8)}`);
       }
