@@ -4,18 +4,22 @@
 // blocks are checked statically: npm scripts, helix commands and flags, and the files they name must exist.
 // Failures name the Markdown file and line of the block.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCli } from '@helix-agents/cli';
 import ts from 'typescript';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CodeBlock, documentationBlocks, where } from './code-blocks.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** Where block files are written: inside the repository, so workspace packages resolve; ignored by git. */
 const BLOCK_DIR = join(ROOT, '.doc-blocks');
-const RUNNERS = 2;
+/**
+ * Child processes that run the blocks. They start before the type check and run while it works (it blocks
+ * this process), so with one runner two processes share the machine's cores.
+ */
+const RUNNERS = Number(process.env.HELIX_DOC_BLOCK_RUNNERS ?? 1);
 /** Variables a block must not see: the examples run offline, on the scripted model. */
 const SCRUBBED_ENV = /^(OPENAI_|ANTHROPIC_|LANGFUSE_|OTEL_|DATABASE_URL$|HELIX_TOKEN$|HELIX_CRASH_AT$)/;
 
@@ -83,21 +87,22 @@ function runBatch(batch: readonly CodeBlock[], index: number): Promise<BatchResu
   const results = join(BLOCK_DIR, `batch-${index}.results.json`);
   writeFileSync(manifest, JSON.stringify(batch.map((b) => ({ id: blockId(b), path: blockPath(b) }))));
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !SCRUBBED_ENV.test(name)));
+  // Output goes to files, not pipes: the type check blocks this process's event loop while the runner works.
+  const out = join(BLOCK_DIR, `batch-${index}.stdout`);
+  const err = join(BLOCK_DIR, `batch-${index}.stderr`);
+  const fds = [openSync(out, 'w'), openSync(err, 'w')] as const;
   return new Promise((done) => {
     const child = spawn(process.execPath, ['--conditions=helix-source', '--import', 'tsx', join(ROOT, 'tests/docs/run-blocks.ts'), manifest, results], {
       cwd: ROOT,
       env: { ...env, NODE_ENV: 'test' },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', fds[0], fds[1]],
     });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => void (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => void (stderr += d.toString()));
-    const killer = setTimeout(() => child.kill('SIGKILL'), 150_000);
+    const killer = setTimeout(() => child.kill('SIGKILL'), 170_000);
     child.on('close', (code, signal) => {
       clearTimeout(killer);
+      for (const fd of fds) closeSync(fd);
       const saved = existsSync(results) ? (JSON.parse(readFileSync(results, 'utf8')) as Pick<BatchResult, 'outcomes' | 'stray'>) : { outcomes: [], stray: {} };
-      done({ ...saved, stdout, stderr, exit: signal ?? String(code) });
+      done({ ...saved, stdout: readFileSync(out, 'utf8'), stderr: readFileSync(err, 'utf8'), exit: signal ?? String(code) });
     });
   });
 }
@@ -112,6 +117,14 @@ function outputOf(all: string, id: string): string {
 }
 
 const tail = (text: string, lines = 15): string => text.split('\n').slice(-lines).join('\n');
+
+/** Rewrites places in block files (`.doc-blocks/<id>.ts:7:3`) as places in the Markdown file (`README.md:87:3`). */
+function inMarkdown(text: string): string {
+  return text.replace(/(?:file:\/\/)?[^\s()]*\.doc-blocks\/([A-Za-z0-9_.-]+?)\.tsx?:(\d+)/g, (whole, id: string, line: string) => {
+    const block = programs.find((b) => blockId(b) === id);
+    return block ? `${block.file}:${block.line + Number(line)}` : whole;
+  });
+}
 
 /** Splits the blocks into batches of about equal size, keeping each file's blocks together and in order. */
 function batches(list: readonly CodeBlock[], count: number): CodeBlock[][] {
@@ -246,7 +259,13 @@ function checkShell(block: CodeBlock, usage: HelixUsage): string[] {
 
 describe('code blocks in README.md and docs/*.md', () => {
   // HELIX_DOC_BLOCKS_KEEP=1 leaves the block files in .doc-blocks/ to run one by hand.
-  afterAll(() => {
+  let running: { readonly batches: CodeBlock[][]; readonly results: Promise<BatchResult[]> } | undefined;
+  beforeAll(() => {
+    const split = batches(runnable, RUNNERS);
+    running = { batches: split, results: Promise.all(split.map((batch, i) => runBatch(batch, i))) };
+  });
+  afterAll(async () => {
+    await running?.results;
     if (process.env.HELIX_DOC_BLOCKS_KEEP !== '1') rmSync(BLOCK_DIR, { recursive: true, force: true });
   });
 
@@ -269,9 +288,10 @@ describe('code blocks in README.md and docs/*.md', () => {
   });
 
   it('every TypeScript block not marked not-run runs to its end offline, on the scripted model', { timeout: 180_000 }, async () => {
-    const results = await Promise.all(batches(runnable, RUNNERS).map((batch, i) => runBatch(batch, i)));
+    if (!running) throw new Error('the runners did not start');
+    const results = await running.results;
     const failures: string[] = [];
-    for (const [i, batch] of batches(runnable, RUNNERS).entries()) {
+    for (const [i, batch] of running.batches.entries()) {
       const result = results[i] as BatchResult;
       const outcomes = new Map(result.outcomes.map((o) => [o.id, o]));
       const culprit = batch.find((b) => !outcomes.has(blockId(b)));
@@ -281,8 +301,8 @@ describe('code blocks in README.md and docs/*.md', () => {
         const output = tail(`${outputOf(result.stdout, id)}\n${outputOf(result.stderr, id)}`.trim());
         if (block === culprit) failures.push(`${where(block)}: the runner process ended (exit ${result.exit}) while this block ran: does it call process.exit(), or crash the process?\n${output || tail(result.stderr)}`);
         else if (outcome === undefined) failures.push(`${where(block)}: not run, because the runner ended during ${where(culprit as CodeBlock)}`);
-        else if (!outcome.ok) failures.push(`${where(block)}: ${tail(outcome.error ?? '', 12)}\n--- output ---\n${output}`);
-        for (const error of result.stray[id] ?? []) failures.push(`${where(block)}: an error nobody awaited: ${tail(error, 8)}`);
+        else if (!outcome.ok) failures.push(`${where(block)}: ${inMarkdown(tail(outcome.error ?? '', 12))}\n--- output ---\n${output}`);
+        for (const error of result.stray[id] ?? []) failures.push(`${where(block)}: an error nobody awaited: ${inMarkdown(tail(error, 8))}`);
       }
       for (const [at, errors] of Object.entries(result.stray)) {
         if (at.startsWith('(')) failures.push(`runner ${i} ${at}: ${errors.map((e) => tail(e, 8)).join('\n')}`);
