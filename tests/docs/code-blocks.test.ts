@@ -267,7 +267,7 @@ describe('code blocks in README.md and docs/*.md', () => {
   afterAll(async () => {
     await running?.results;
     if (process.env.HELIX_DOC_BLOCKS_KEEP !== '1') rmSync(BLOCK_DIR, { recursive: true, force: true });
-  });
+  }, 180_000);
 
   it('finds the blocks, each fenced with a language and each marker with a reason', () => {
     if (only.length === 0) {
