@@ -163,7 +163,7 @@ function callIds(part: Record<string, unknown>, where: string): { id: string; na
 
 function toolCall(part: Record<string, unknown>, where: string): ToolCall {
   const { id, name } = callIds(part, where);
-  return { id, name, arguments: part['input'] ?? {} };
+  return { id, name, arguments: part['input'] === undefined ? {} : part['input'] };
 }
 
 function toolRows(content: unknown, where: string): ToolResultMessage[] {
