@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ModelMessage } from '@ai-sdk/provider-utils';
 import type { UIMessage } from 'ai';
 import { AgentError, defineAgent, DEFAULT_RESOURCE_LIMITS, normalizeTurnInput, type AgentHooks, type Message } from '../index.js';
+import { createRedactionHook } from '../ready-made/index.js';
 import { createScriptedModel } from '../testing/index.js';
 import { setup } from './harness.js';
 
@@ -187,5 +188,21 @@ describe('execute() with an array of messages', () => {
     });
     expect(await wired.stateStore.loadSession('nothing')).toBeUndefined();
     expect(fired).toEqual([]);
+  });
+});
+
+describe('ready-made redaction and multi-part input', () => {
+  it('createRedactionHook redacts the text of a message with an image; the image reaches the model untouched', async () => {
+    const wired = setup();
+    const model = createScriptedModel([{ text: 'Noted.' }]);
+    const agent = defineAgent({ name: 'redacted', llmConfig: { model }, hooks: createRedactionHook() });
+    const input: ModelMessage[] = [{ role: 'user', content: [{ type: 'text', text: 'Mail me at alice@example.com' }, { type: 'image', image: PNG }] }];
+    expect(await (await wired.executor.execute(agent, input)).result()).toMatchObject({ status: 'completed' });
+    const user = model.calls[0]!.prompt.find((m) => m.role === 'user');
+    expect(user?.content).toHaveLength(2);
+    const [textPart, filePart] = user!.content;
+    expect(textPart).toMatchObject({ type: 'text' });
+    expect(JSON.stringify(textPart)).not.toContain('alice@example.com');
+    expect(filePart).toEqual({ type: 'file', mediaType: 'image/png', data: PNG_BASE64 });
   });
 });
