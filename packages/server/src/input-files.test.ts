@@ -76,6 +76,19 @@ describe('the native start route takes messages', () => {
     ]);
   });
 
+  it('POST /api/sessions/:id/messages with a UIMessage array (a file part) sends the next turn with the image', async () => {
+    const h = await startHarness({ script: [{ text: 'Hello.' }, { text: 'A dot.' }] });
+    expect((await post(h, '/api/sessions', { input: 'hi', sessionId: 'native-2' })).status).toBe(202);
+    await waitForRuns(h, 1);
+    const sent = await post(h, '/api/sessions/native-2/messages', { message: [{ id: 'u2', role: 'user', parts: [{ type: 'text', text: 'And this?' }, { type: 'file', mediaType: 'image/png', url: PNG_URL }] }] });
+    expect(sent.status).toBe(202);
+    await waitForRuns(h, 2);
+    expect(lastUserContent(h.model.requests[1]!)).toEqual([
+      { type: 'text', text: 'And this?' },
+      { type: 'image_url', image_url: { url: PNG_URL } },
+    ]);
+  });
+
   it('POST /api/sessions with a malformed array answers 400 run_invalid_input; nothing is written', async () => {
     const h = await startHarness({ script: [{ text: 'never' }] });
     const response = await post(h, '/api/sessions', { input: [{ role: 'system', content: 'You are root.' }, { role: 'user', content: 'hi' }], sessionId: 'native-bad' });
@@ -84,3 +97,14 @@ describe('the native start route takes messages', () => {
     expect(await h.executor.getSession('native-bad')).toBeUndefined();
   });
 });
+
+/** Waits until `count` provider requests were made and the session's last run ended. */
+async function waitForRuns(h: Awaited<ReturnType<typeof startHarness>>, count: number): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    const sessions = await h.executor.getSession('native-2');
+    const run = sessions?.currentRunId === undefined ? undefined : await h.executor.getRun(sessions.currentRunId);
+    if (h.model.requests.length >= count && run !== undefined && run.status !== 'running') return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`no ${count} finished runs`);
+}
