@@ -55,6 +55,14 @@ describe('normalizeTurnInput: ModelMessages', () => {
     expect(JSON.parse(JSON.stringify(rows))).toEqual(rows);
   });
 
+  it('a data URL of a few megabytes is taken (decoded, not parsed as a URL); an http URL over 8,192 characters is refused', async () => {
+    const big = Buffer.alloc(3 * 1024 * 1024, 7).toString('base64');
+    const { rows } = await normalizeTurnInput([{ role: 'user', content: [{ type: 'file', data: `data:application/octet-stream;base64,${big}`, mediaType: 'application/octet-stream' }] }], DEFAULT_RESOURCE_LIMITS);
+    expect(rows?.[0]).toEqual({ role: 'user', content: '', attachments: [{ type: 'file', mediaType: 'application/octet-stream', data: big }] });
+    const error = await refused([{ role: 'user', content: [{ type: 'image', image: `https://example.com/${'a'.repeat(9000)}` }] }]);
+    expect(error.info.code).toBe('run_invalid_input');
+  });
+
   it('converts a history of assistant tool calls and tool results; input is the last user text', async () => {
     const input: ModelMessage[] = [
       { role: 'user', content: 'first' },

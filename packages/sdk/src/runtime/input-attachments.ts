@@ -55,10 +55,13 @@ type Inline = { readonly kind: 'inline'; readonly base64: string; readonly media
 function inlineData(source: unknown, where: string): Inline {
   if (source instanceof Uint8Array) return { kind: 'inline', base64: Buffer.from(source.buffer, source.byteOffset, source.byteLength).toString('base64') };
   if (source instanceof ArrayBuffer) return { kind: 'inline', base64: Buffer.from(source).toString('base64') };
-  if (source instanceof URL) return fromUrl(source.href, where);
+  if (source instanceof URL) return source.protocol === 'data:' ? fromDataUrl(source.href, where) : fromUrl(source.href, where);
   if (typeof source !== 'string') throw invalidInput(where, 'the data must be base64 text, a data: or http(s) URL, a URL, a Uint8Array or an ArrayBuffer');
+  // A data: URL is read as text (it may be megabytes long); no URL object is made of it.
+  if (/^data:/i.test(source)) return fromDataUrl(source, where);
   // As the AI SDK reads data content: text that parses as a URL is a URL, anything else is base64.
-  if (URL.canParse(source)) return fromUrl(source, where);
+  if (source.length <= MAX_URL && URL.canParse(source)) return fromUrl(source, where);
+  if (source.length > MAX_URL && /^[A-Za-z][A-Za-z0-9+.-]*:/.test(source)) throw invalidInput(where, `the URL is longer than ${MAX_URL} characters`);
   if (source.length % 4 !== 0 || !BASE64.test(source)) throw invalidInput(where, 'the data is neither a URL nor valid base64');
   return { kind: 'inline', base64: source };
 }
@@ -66,7 +69,6 @@ function inlineData(source: unknown, where: string): Inline {
 function fromUrl(text: string, where: string): Inline {
   if (text.length > MAX_URL) throw invalidInput(where, `the URL is longer than ${MAX_URL} characters`);
   const url = new URL(text);
-  if (url.protocol === 'data:') return fromDataUrl(text, where);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw invalidInput(where, `the URL scheme ${url.protocol} is not allowed`, 'Attachments take http(s) URLs (passed to the provider, never fetched by helix), data: URLs, base64 or bytes.');
   }
@@ -75,6 +77,7 @@ function fromUrl(text: string, where: string): Inline {
 
 function fromDataUrl(text: string, where: string): Inline {
   const comma = text.indexOf(',');
+  if (comma > 300) throw invalidInput(where, "the data: URL's header is too long");
   const header = text.slice('data:'.length, comma < 0 ? undefined : comma);
   const params = header.split(';');
   if (comma < 0 || params[params.length - 1] !== 'base64') throw invalidInput(where, 'a data: URL must be base64-encoded (data:<type>;base64,<data>)');
