@@ -3,8 +3,8 @@ import type { ToolCall } from '../messages.js';
 
 /**
  * Size limits that keep one run, and one session, from exhausting memory. Each has a typed error and a
- * documented way of losing nothing (README, "Limits"). Sizes are JSON characters (`JSON.stringify(value).length`;
- * a string input counts its characters).
+ * documented way of losing nothing (docs/hooks.md, "Timeouts, audit, loop guards and limits"). Sizes are
+ * JSON characters (`JSON.stringify(value).length`; a string input counts its characters).
  */
 export interface ResourceLimits {
   /** The longest input an entry takes: execute()'s and send()'s message, retry()'s message, an approval's edited input (default 1,000,000). Longer is refused with `run_input_too_large`. */
