@@ -5,9 +5,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
 import { openSqliteStores } from '@helix-agents/store-sqlite';
-import { defineTool, InMemoryStateStore, JSAgentExecutor, type Message, type StreamChunk, type ToolResultMessage } from '../index.js';
+import { childSessionId, defineAgent, defineSubAgentTool, defineTool, InMemoryStateStore, JSAgentExecutor, type Message, type StreamChunk, type ToolResultMessage } from '../index.js';
 import { toSessionEvent } from '../subscribers/index.js';
-import { createHookRecorder } from '../testing/index.js';
+import { createHookRecorder, createScriptedModel } from '../testing/index.js';
 import { collect, counterAgent, finish, incrementTool, memoryLogger, setup } from './harness.js';
 
 // Rule 156: a dry run answers every sideEffects: true tool without running it (its dryRun(), else the
@@ -177,5 +177,30 @@ describe('dry runs', () => {
     const second = await executor.send(first.sessionId, 'again');
     await second.result();
     expect(t.ran).toEqual(['send b']);
+  });
+
+  it('rule 156: the child run of a dry run\'s sub-agent call is dry, and sees the parent\'s hookContext (rule 202)', async () => {
+    const t = tools();
+    const request = { id: 'req-1' };
+    const childSaw: unknown[] = [];
+    const child = defineAgent({
+      name: 'mailer',
+      llmConfig: { model: createScriptedModel([{ toolCalls: [{ name: 'send', args: { to: 'bo' }, id: 'k1' }] }, { text: 'mailed' }]) },
+      tools: [t.send],
+      hooks: { afterTool: (_p, ctx) => void childSaw.push(ctx.hookContext) },
+    });
+    const parent = defineAgent({
+      name: 'lead',
+      llmConfig: { model: createScriptedModel([{ toolCalls: [{ name: 'mailer', args: { input: 'mail bo' }, id: 'm1' }] }, { text: 'done' }]) },
+      tools: [defineSubAgentTool({ agent: child })],
+    });
+    const { executor, stateStore } = setup();
+    const handle = await executor.execute(parent, 'go', { dryRun: true, hookContext: request });
+    expect((await handle.result()).status).toBe('completed');
+    expect(t.ran).toEqual([]);
+    expect(childSaw).toEqual([request]);
+    expect(childSaw[0]).toBe(request);
+    const childRow = toolRows((await stateStore.loadSession(childSessionId(handle.sessionId, 'm1')))!.messages).find((r) => r.toolCallId === 'k1');
+    expect(childRow).toMatchObject({ stubbed: true });
   });
 });
