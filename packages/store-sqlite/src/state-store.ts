@@ -32,7 +32,7 @@ import type {
 } from '@helix-agents/sdk/store';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { SqliteDatabase } from './database.js';
-import { deferred, handleOf, immediate } from './database.js';
+import { deferred, handleOf, immediate, joined } from './database.js';
 import { schemaTooNew, SQLITE_RECORD_VERSION } from './migrations.js';
 import { UsageTable } from './usage-store.js';
 
@@ -181,7 +181,8 @@ export class SqliteStateStore implements StateStore, UsageStore {
     // Group commit: the commits issued in one tick (concurrent sessions) share one transaction, each in
     // its own savepoint, so that a refused commit rolls back alone while the others share one WAL sync.
     const one = db.transaction((commit: Commit) => this.#doCommit(commit));
-    this.#commitBatch = immediate(db, (commits: readonly Commit[]): Outcome<CommitReceipt>[] => {
+    // Queued stream chunks on this connection (a step's chunks) are written in the same transaction.
+    this.#commitBatch = joined(db, (commits: readonly Commit[]): Outcome<CommitReceipt>[] => {
       if (commits.length === 1) return [{ ok: true, value: this.#doCommit(commits[0]!) }];
       return commits.map((commit) => {
         try {
@@ -195,7 +196,7 @@ export class SqliteStateStore implements StateStore, UsageStore {
     database.onClose(() => this.#flush());
     this.#renew = immediate(db, (runId, epoch, leaseMs, now) => this.#doRenew(runId, epoch, leaseMs, now));
     this.#claim = immediate(db, (runId, owner, leaseMs, now, takeover) => this.#doClaim(runId, owner, leaseMs, now, takeover));
-    this.#append = immediate(db, (entry) => this.#doAppend(entry));
+    this.#append = joined(db, (entry) => this.#doAppend(entry));
     this.#requestStop = immediate(db, (runId, request) => this.#doRequestStop(runId, request));
     // Reads run in one (deferred) transaction so that they see one snapshot of the database, never part of a commit.
     this.#readSession = deferred(db, (sessionId) => {

@@ -39,6 +39,13 @@ export class InMemoryStreamManager implements StreamManager {
         wake(row);
         return true;
       },
+      // The loop's path: the chunk is stored as it is (its object is the writer's from now on), no copy, no promise.
+      queue: (chunk: StreamChunkInput) => {
+        if (row.owner !== runId) return;
+        (chunk as { seq?: number }).seq = row.chunks.length;
+        row.chunks.push(chunk as StreamChunk);
+        wake(row);
+      },
     };
   }
 
