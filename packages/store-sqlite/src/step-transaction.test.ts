@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defineAgent, defineTool, JSAgentExecutor, silentLogger } from '@helix-agents/sdk';
-import type { LLMAdapter, LLMStepRequest, StepResult, StreamChunk, StreamChunkInput } from '@helix-agents/sdk';
-import type { BeginRunRequest } from '@helix-agents/sdk/store';
+import type { LLMAdapter, LLMStepRequest, StepResult, StreamChunk } from '@helix-agents/sdk';
+import type { BeginRunRequest, StreamChunkInput } from '@helix-agents/sdk/store';
 import { createScriptedModel } from '@helix-agents/sdk/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -53,9 +53,9 @@ describe('SQLite: a step is one write transaction, its chunks included', () => {
   });
 
   async function runOf(steps: number): Promise<{ transactions: number; sessionId: string }> {
-    const executor = new JSAgentExecutor(stores.stateStore, stores.streamManager, new AddModel(steps), { logger: silentLogger, usageStore: stores.usageStore });
+    const executor = new JSAgentExecutor(stores.stateStore, stores.streamManager, new AddModel(steps), { logger: silentLogger });
     const before = stores.database.writeTransactions;
-    const handle = await executor.execute(agentOf(steps), 'go');
+    const handle = await executor.execute(agentOf(steps), 'go', { usageStore: stores.usageStore });
     const result = await handle.result();
     expect(result.status).toBe('completed');
     expect(result.stepCount).toBe(steps);
