@@ -251,4 +251,9 @@ export interface StreamManager {
   claim(streamId: string, runId: string): Promise<StreamWriter>;
   /** Reads chunks in order, live or after the fact. */
   read(streamId: string, options?: StreamReadOptions): AsyncIterable<StreamChunk>;
+  /**
+   * Deletes a stream: its chunks and its claim (a writer that still holds it writes nothing more, and
+   * following readers end). A later claim starts the stream again at offset 0.
+   */
+  deleteStream(streamId: string): Promise<void>;
 }

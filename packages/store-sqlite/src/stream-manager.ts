@@ -62,6 +62,7 @@ export class SqliteStreamManager implements StreamManager {
   readonly #claim: (streamId: string, runId: string) => number;
   readonly #writeBatch: (batch: readonly PendingWrite[]) => boolean[];
   readonly #readPage: (streamId: string, fromSeq: number) => { owner: string | undefined; rows: ChunkRow[] };
+  readonly #delete: (streamId: string) => void;
   /** The run that last claimed each stream through this manager (a claim elsewhere is seen on the next write). */
   readonly #claims = new Map<string, string>();
   readonly #waiters = new Map<string, Set<() => void>>();
@@ -121,6 +122,12 @@ export class SqliteStreamManager implements StreamManager {
     });
     // One snapshot: the owner and the chunks are read together, so "the run lost the stream and every chunk of it was read" is exact.
     this.#readPage = deferred(db, (streamId: string, fromSeq: number) => ({ owner: ownerId.get(streamId), rows: page.all(streamId, fromSeq, PAGE) }));
+    const deleteChunks = db.prepare<[string]>('DELETE FROM stream_chunks WHERE stream_id = ?');
+    const deleteOwner = db.prepare<[string]>('DELETE FROM stream_owners WHERE stream_id = ?');
+    this.#delete = immediate(db, (streamId: string) => {
+      deleteChunks.run(streamId);
+      deleteOwner.run(streamId);
+    });
     database.onClose(() => {
       this.#clearTimer();
       this.#flush();
@@ -169,6 +176,14 @@ export class SqliteStreamManager implements StreamManager {
         }, this.#flushIntervalMs);
       },
     };
+  }
+
+  async deleteStream(streamId: string): Promise<void> {
+    // What was queued for it goes first (in call order), then the stream: its chunks and its claim.
+    this.#flush();
+    this.#delete(streamId);
+    this.#claims.delete(streamId);
+    this.#wake(streamId);
   }
 
   async *read(streamId: string, options: StreamReadOptions = {}): AsyncIterable<StreamChunk> {

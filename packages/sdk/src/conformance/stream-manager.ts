@@ -155,6 +155,19 @@ export function runStreamManagerConformance(options: StreamManagerConformanceOpt
       expect(await collect(manager, 'st', { follow: false, fromSeq: 5 })).toEqual([]);
     }));
 
+    it('deleteStream drops the chunks and the claim: the old writer writes nothing, a new claim starts at 0, other streams stay', withManager(async (manager) => {
+      const writer = await manager.claim('st', 'r1');
+      const other = await manager.claim('other', 'r9');
+      await writer.write(delta('st', 'r1', 'a'));
+      await other.write(delta('other', 'r9', 'kept'));
+      await manager.deleteStream('st');
+      expect(await collect(manager, 'st', { follow: false })).toEqual([]);
+      expect(await writer.write(delta('st', 'r1', 'late'))).toBe(false);
+      const next = await manager.claim('st', 'r2');
+      expect(next.startSeq).toBe(0);
+      expect(texts(await collect(manager, 'other', { follow: false }))).toEqual(['kept']);
+    }));
+
     it('streams are independent: offsets count per stream', withManager(async (manager) => {
       const a = await manager.claim('a', 'r1');
       const b = await manager.claim('b', 'r2');
