@@ -1,7 +1,7 @@
 // A chat server for the AI SDK's useChat: one agent with a tool and a tool that needs a person's
 // approval, durable sessions on SQLite (ownership too, so a restart keeps who owns what), bearer-token
 // auth, and CORS for a local web app.
-//   npm run example:chat-server        # prints the URL and a token; see the README for the React client
+//   npm run example:chat-server        # prints the URL and a token; see docs/server.md for the React client
 //   HELIX_TOKEN=... HELIX_CORS_ORIGIN=http://localhost:5173 PORT=3000 npm run example:chat-server
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';

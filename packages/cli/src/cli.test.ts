@@ -49,7 +49,7 @@ describe('helix: clear errors and exit codes', () => {
     const usage = t.stdout();
     expect(usage).toMatch(/validate \[--dir \.\] \[--json\][^\n]*\n[^\n]*imports the project's modules, so runs their code/);
     expect(usage).toMatch(/info \[--dir \.\] \[--json\][^\n]*imports the project's modules,\s+so runs their code/);
-    expect(usage).toContain("validate, info and run import the project's modules");
+    expect(usage).toContain("validate, info, run and dev import the project's modules");
     expect(usage).toContain('Use them only on projects you trust.');
   });
 

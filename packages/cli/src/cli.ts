@@ -18,6 +18,9 @@ Commands:
   info [--dir .] [--json]             List the agents and their hooks; imports the project's modules,
                                       so runs their code
   run [--dir .] --message <text>      Run one turn of an agent on the project's SQLite store
+  dev [--dir .] [--port 4111]         Serve the project on 127.0.0.1: the useChat protocol (/api/chat), the
+                                      native API and the devtools page (/devtools), behind a token printed at
+                                      start; reloads agents and hooks when their files change
   sessions [--dir .] [--json]         List the sessions in the project's store, the latest first
   sessions show <id> [--dir .] [--json]
                                       A session's runs, transcript, hook decisions and usage
@@ -38,7 +41,13 @@ Run options:
   --plain                Plain progress lines even on a terminal
   --verbose              Debug lines in the serve log
 
-validate, info and run import the project's modules (agents/, hooks/, helix.config.ts): any code at their
+Dev options:
+  --port <n>             The port on 127.0.0.1 (default 4111; 0 picks a free one)
+  --token <t>            The bearer token (default HELIX_DEV_TOKEN, else a random one); 16+ characters
+  --model, --base-url    As for run (auto, agent or openai)
+  --verbose              Debug lines in the serve log
+
+validate, info, run and dev import the project's modules (agents/, hooks/, helix.config.ts): any code at their
 top level runs with your permissions, exactly as \`node\` would run it. Use them only on projects you trust.
 
 The conversation and progress go to stdout; the serve log (hook errors included) goes to stderr.
@@ -50,6 +59,15 @@ const COMMANDS = {
   sessions: { dir: { type: 'string', default: '.' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   validate: { dir: { type: 'string', default: '.' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   info: { dir: { type: 'string', default: '.' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  dev: {
+    dir: { type: 'string', default: '.' },
+    port: { type: 'string', default: '4111' },
+    token: { type: 'string' },
+    model: { type: 'string', default: 'auto' },
+    'base-url': { type: 'string' },
+    verbose: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  },
   run: {
     dir: { type: 'string', default: '.' },
     message: { type: 'string', short: 'm' },
@@ -158,6 +176,25 @@ async function dispatch(argv: readonly string[], io: CliIO): Promise<number> {
       printDiagnostics(project, io.stderr);
     }
     return hasErrors(project) ? EXIT.failed : EXIT.ok;
+  }
+  if (name === 'dev') {
+    const { values } = parse('dev', rest);
+    const port = Number(values.port);
+    if (!/^\d{1,5}$/.test(values.port) || port > 65535) throw new CliError('cli_usage', `--port must be a port number from 0 to 65535; got "${values.port}".`);
+    if (values['base-url'] !== undefined && values.model !== 'openai') throw new CliError('cli_usage', '--base-url goes with --model openai (the agent\'s own model is used otherwise).');
+    // Loaded on demand, like run: the server, the SQLite store and the providers.
+    const { devCommand } = await import('./dev.js');
+    return devCommand(
+      {
+        dir: values.dir,
+        port,
+        model: oneOf<ModelChoice>('model', values.model, MODEL_CHOICES),
+        ...(values.token === undefined ? {} : { token: values.token }),
+        ...(values['base-url'] === undefined ? {} : { baseURL: values['base-url'] }),
+        verbose: values.verbose === true,
+      },
+      io,
+    );
   }
   const { values } = parse('run', rest);
   if (values['base-url'] !== undefined && values.model !== 'openai') throw new CliError('cli_usage', '--base-url goes with --model openai (the agent\'s own model is used otherwise).');

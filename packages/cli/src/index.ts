@@ -1,4 +1,4 @@
-/** @helix-agents/cli: the `helix` command (init, validate, info, run) and its project discovery, usable as a library. */
+/** @helix-agents/cli: the `helix` command (init, validate, info, run, dev) and its project discovery, usable as a library. */
 export { runCli } from './cli.js';
 export { CliError, EXIT } from './errors.js';
 export type { CliErrorCode } from './errors.js';
@@ -11,9 +11,11 @@ export type { ModelChoice } from './model-choice.js';
 export { ProgressView } from './progress.js';
 export type { ProgressOptions } from './progress.js';
 export { CONFIG_FILES, hasErrors, loadProject, mountedHooks } from './project.js';
-export type { Diagnostic, DiagnosticSeverity, Project, ProjectAgent, ProjectHook } from './project.js';
+export type { Diagnostic, DiagnosticSeverity, LoadProjectOptions, Project, ProjectAgent, ProjectHook } from './project.js';
 export { printDiagnostics, printInfo, projectInfo } from './report.js';
 export { runCommand } from './run.js';
+export { devCommand } from './dev.js';
+export type { DevOptions } from './dev.js';
 export type { CliIO, RunOptions } from './run.js';
 export { defaultScript, prepareScript, readScript } from './script.js';
 export type { ScriptRead } from './script.js';

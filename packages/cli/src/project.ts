@@ -97,8 +97,19 @@ function isPack(value: unknown): value is MountedHookPack {
   return typeof v['namespace'] === 'string' && Array.isArray(v['hooks']) && typeof v['disableHook'] === 'function';
 }
 
-async function importModule(path: string): Promise<Record<string, unknown>> {
-  return (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+async function importModule(path: string, generation: number | undefined): Promise<Record<string, unknown>> {
+  // `helix dev` imports a fresh copy on each reload (see bin/dev-reload-hooks.mjs for its imports).
+  const url = pathToFileURL(path).href;
+  return (await import(generation === undefined ? url : `${url}?helix-dev=${generation}`)) as Record<string, unknown>;
+}
+
+/** Options of {@link loadProject}. */
+export interface LoadProjectOptions {
+  /**
+   * Import the project's modules as a fresh copy tagged with this number (`helix dev` counts its
+   * reloads); without it, Node's module cache answers a second load.
+   */
+  readonly generation?: number;
 }
 
 /**
@@ -108,7 +119,7 @@ async function importModule(path: string): Promise<Record<string, unknown>> {
  * problem becomes a diagnostic instead of a throw, so `validate` can report all of them; only a
  * missing folder throws (a CliError with exit code 66).
  */
-export async function loadProject(folder: string): Promise<Project> {
+export async function loadProject(folder: string, options: LoadProjectOptions = {}): Promise<Project> {
   const dir = resolve(folder);
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     throw new CliError('cli_missing_folder', `The project folder ${dir} does not exist.`, 'Pass --dir with a project folder, or create one with `helix init <dir>`.');
@@ -125,7 +136,7 @@ export async function loadProject(folder: string): Promise<Project> {
   const defaultExportOf = async <T>(file: string, isExpected: (value: unknown) => value is T, code: string, expected: string): Promise<T | undefined> => {
     let value: unknown;
     try {
-      value = (await importModule(join(dir, file)))['default'];
+      value = (await importModule(join(dir, file), options.generation))['default'];
     } catch (error) {
       report('error', 'module_load_failed', file, `could not be loaded: ${errorText(error)}`);
       return undefined;
@@ -183,7 +194,7 @@ export async function loadProject(folder: string): Promise<Project> {
   const config = CONFIG_FILES.find((name) => existsSync(join(dir, name)));
   if (config) {
     try {
-      const module = await importModule(join(dir, config));
+      const module = await importModule(join(dir, config), options.generation);
       const extensions = module['extensions'] ?? [];
       if (!Array.isArray(extensions) || !extensions.every(isPack)) {
         report('error', 'config_extensions', config, '`extensions` must be an array of mountHooks(namespace, hooks) values');

@@ -24,6 +24,27 @@ describe('convertMessage', () => {
     expect(convertMessage(assistantCalls('c1'))).toEqual({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'lookup', input: { id: 'c1' } }] });
   });
 
+  it('a user message with attachments: its text, then a file part each (base64 as is, a URL as a URL); no empty text part', () => {
+    const withFiles: Message = {
+      role: 'user',
+      content: 'Look',
+      attachments: [
+        { type: 'image', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
+        { type: 'file', mediaType: 'application/pdf', filename: 'a.pdf', url: 'https://example.com/a.pdf' },
+      ],
+    };
+    expect(convertMessage(withFiles)).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Look' },
+        { type: 'file', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
+        { type: 'file', mediaType: 'application/pdf', filename: 'a.pdf', data: new URL('https://example.com/a.pdf') },
+      ],
+    });
+    const onlyImage = convertMessage({ role: 'user', content: '', attachments: [{ type: 'image', mediaType: 'image/*', url: 'https://example.com/c.jpg' }] });
+    expect(onlyImage).toEqual({ role: 'user', content: [{ type: 'file', mediaType: 'image/*', data: new URL('https://example.com/c.jpg') }] });
+  });
+
   it('sends tool outputs as text or JSON, and failed calls as error-text or error-json', () => {
     const output = (message: Message): unknown => (convertMessage(message) as { output: unknown }).output;
     expect(output(result('a', { rows: 2 }))).toEqual({ type: 'json', value: { rows: 2 } });

@@ -42,13 +42,29 @@ export function toToolResultOutput(message: ToolResultMessage): LanguageModelV3T
   return message.isError === true ? { type: 'error-json', value } : { type: 'json', value };
 }
 
+type UserMessage = Extract<Message, { role: 'user' }>;
+type V3UserMessage = Extract<LanguageModelV3Message, { role: 'user' }>;
+
+/**
+ * A user message with images and files: its text, then a V3 file part per attachment (an image is a file
+ * part of an image media type). Base64 stays base64; a URL goes to the provider as a URL, which the
+ * provider passes on or refuses: nothing here downloads it.
+ */
+function userWithFiles(message: UserMessage): V3UserMessage {
+  const content: V3UserMessage['content'] = message.content === '' ? [] : [{ type: 'text', text: message.content }];
+  for (const a of message.attachments ?? []) {
+    content.push({ type: 'file', mediaType: a.mediaType, data: a.url === undefined ? a.data : new URL(a.url), ...(a.filename === undefined ? {} : { filename: a.filename }) });
+  }
+  return { role: 'user', content };
+}
+
 /** Converts one of our messages to its V3 form (a tool result becomes a tool-result part). */
 export function convertMessage(message: Message): ConvertedMessage {
   switch (message.role) {
     case 'system':
       return { role: 'system', content: message.content };
     case 'user':
-      return { role: 'user', content: [{ type: 'text', text: message.content }] };
+      return message.attachments === undefined || message.attachments.length === 0 ? { role: 'user', content: [{ type: 'text', text: message.content }] } : userWithFiles(message);
     case 'assistant': {
       const calls = message.toolCalls;
       // Reasoning is not replayed: without the provider's signature some providers reject it.

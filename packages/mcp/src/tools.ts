@@ -2,6 +2,7 @@ import { ConfigError, defineTool, type JSONSchema, type ToolContext, type ToolDe
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { RE2JS } from 're2js';
 import addFormats from 'ajv-formats';
 import { z } from 'zod';
 import { bounded, mcpError } from './errors.js';
@@ -105,11 +106,25 @@ function select(connection: string, tools: readonly McpToolInfo[], options: McpT
   return included.filter((t) => !(options.exclude ?? []).includes(t.name));
 }
 
+/**
+ * The regular expressions of a server's schemas (`pattern`, `patternProperties`) run on RE2, whose
+ * matching time is linear in the input: a pattern such as `^(a+)+$` cannot make a check of the model's
+ * arguments backtrack for ever. RE2 has no backreferences or lookarounds; a schema using them cannot be
+ * compiled, and its tool is refused with a ConfigError that says to leave it out.
+ */
+const linearRegExp = Object.assign(
+  (pattern: string): { test(input: string): boolean } => {
+    const compiled = RE2JS.compile(RE2JS.translateRegExp(pattern));
+    return { test: (input: string) => compiled.test(input) };
+  },
+  { code: 'linearRegExp' },
+);
+
 /** Builds the helix tools of `tools` (as `listServerTools` gave them) on `caller`. */
 export function buildTools(caller: McpCaller, tools: readonly McpToolInfo[], options: McpToolsOptions): ToolDefinition[] {
   const timeoutMs = options.timeoutMs ?? caller.callTimeoutMs;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new ConfigError(`timeoutMs must be a positive number of milliseconds, got ${String(options.timeoutMs)}.`);
-  const ajv = new Ajv({ strict: false, allErrors: true, validateSchema: false });
+  const ajv = new Ajv({ strict: false, allErrors: true, validateSchema: false, code: { regExp: linearRegExp } });
   addFormats.default(ajv);
   const selected = select(caller.name, tools, options);
   // Checked on what is offered, so that leaving a tool out resolves a clash.

@@ -3,6 +3,7 @@ import { cors } from 'hono/cors';
 import { ConfigError, consoleLogger, type AgentConfig, type AgentRuntime, type Logger, type UsageStore } from '@helix-agents/sdk';
 import { LOCAL_USER_ID, type AuthOption } from './auth.js';
 import { chatRoutes } from './chat-routes.js';
+import { devtoolsPage, devtoolsRoutes, isDevtoolsPageRequest } from './devtools-page.js';
 import { errorBody, httpStatusFor, ServerError } from './errors.js';
 import { nativeRoutes } from './native-routes.js';
 import { InMemorySessionOwners, type SessionOwners } from './owners.js';
@@ -47,6 +48,11 @@ export interface HelixAppOptions {
   /** An SSE comment is sent after this long without an event (default 15 s). */
   readonly keepAliveMs?: number;
   readonly logger?: Logger;
+  /**
+   * Serve the devtools page at /devtools (default true). The page itself holds no data: every data
+   * request it makes carries the user's token and goes through `auth` (see docs/devtools.md).
+   */
+  readonly devtools?: boolean;
   /**
    * Adds routes after the built-in ones, behind the same auth check (a devtools page, say); handlers
    * read `c.get('userId')` and `c.get('helix')`.
@@ -99,6 +105,9 @@ export function createHelixApp(options: HelixAppOptions): Hono<HelixEnv> {
   const auth = options.auth;
   app.use('*', async (c, next) => {
     const identity = auth === 'none' ? { userId: LOCAL_USER_ID } : await auth(c.req.raw);
+    // The page is static and holds no data; a browser loads it without the token, so the refused load
+    // answers 401 with the page, which asks for the token and sends it with every data request.
+    if (!identity && options.devtools !== false && isDevtoolsPageRequest(c)) return devtoolsPage(401);
     if (!identity) throw new ServerError('http_unauthorized', 'The request is not authenticated.');
     if (typeof identity.userId !== 'string' || identity.userId.length === 0 || identity.userId.length > 256) {
       // The server's own auth function is wrong: a 500 (logged), not the client's fault.
@@ -116,6 +125,7 @@ export function createHelixApp(options: HelixAppOptions): Hono<HelixEnv> {
   app.notFound((c) => c.json(new ServerError('http_not_found', `No route ${c.req.method} ${c.req.path}.`).info, 404));
   chatRoutes(app, ctx);
   nativeRoutes(app, ctx);
+  devtoolsRoutes(app, ctx, { page: options.devtools !== false });
   options.routes?.(app, ctx);
   APPS.set(app, { authNone: auth === 'none', logger, context: ctx });
   return app;

@@ -1,4 +1,5 @@
 import type { Hono } from 'hono';
+import type { FileUIPart, UIMessage } from 'ai';
 import { z } from 'zod';
 import type { AgentHandle, ApprovalDecision, SessionSnapshot, ToolResultSubmission } from '@helix-agents/sdk';
 import { checkMessageSize, readJson } from './body.js';
@@ -83,21 +84,34 @@ export function chatRoutes(app: Hono<HelixEnv>, ctx: HelixServerContext): void {
 
 async function startTurn(ctx: HelixServerContext, userId: string, sessionId: string, message: UiMessage, agentName: string | undefined): Promise<AgentHandle> {
   if (message.role !== 'user') throw new ServerError('http_bad_request', 'The last message must be a user message (or an assistant message carrying tool outputs or approval responses).');
-  const text = checkMessageSize(userText(message), ctx.limits.messageChars);
+  const input = userInput(message, ctx.limits.messageChars);
   const session = await ctx.ownedOrNew(userId, sessionId);
   const agent = session ? ctx.agentOfSession(session, agentName) : ctx.agent(agentName);
-  return ctx.runtime.execute(agent, text, { ...ctx.runOptions(userId), sessionId });
+  return ctx.runtime.execute(agent, input, { ...ctx.runOptions(userId), sessionId });
 }
 
-function userText(message: UiMessage): string {
+/**
+ * The turn input of the client's user message: its text, or, when it carries file parts (images and
+ * files `useChat` sends as data: or http(s) URLs), the message itself as a UIMessage for the runtime to
+ * check and convert (a bad file is a 400 `run_invalid_input`). Other parts are not input.
+ */
+function userInput(message: UiMessage, maxChars: number): string | UIMessage[] {
   const texts: string[] = [];
+  const parts: UIMessage['parts'] = [];
   for (const p of message.parts) {
-    if (p.type === 'text' && typeof p['text'] === 'string') texts.push(p['text']);
-    else if (p.type === 'file') throw new ServerError('http_unsupported', 'File parts are not supported yet; send text.');
+    if (p.type === 'text' && typeof p['text'] === 'string') {
+      texts.push(p['text']);
+      parts.push({ type: 'text', text: p['text'] });
+    } else if (p.type === 'file') {
+      parts.push(p as unknown as FileUIPart);
+    }
   }
-  const text = texts.join('\n');
-  if (text.trim() === '') throw new ServerError('http_bad_request', 'The user message has no text.');
-  return text;
+  const text = checkMessageSize(texts.join('\n'), maxChars);
+  if (parts.length === texts.length) {
+    if (text.trim() === '') throw new ServerError('http_bad_request', 'The user message has no text.');
+    return text;
+  }
+  return [{ id: message.id ?? 'user', role: 'user', parts }];
 }
 
 /** The tool outputs and approval responses of the client's last assistant message, for the calls the suspended run waits on. */

@@ -20,3 +20,6 @@ export { uiMessagesOf } from './ui-messages.js';
 export type { UiMessageView, UiPartView } from './ui-messages.js';
 export { HttpRemoteAgentClient } from './remote-client.js';
 export type { HttpRemoteAgentClientOptions } from './remote-client.js';
+export { DEVTOOLS_CSP, DEVTOOLS_PATH } from './devtools-page.js';
+export { buildTimeline, sessionTimeline } from './devtools-timeline.js';
+export type { CommitLabel, SessionTimeline, TimelineCommit, TimelineHook, TimelineRun, TimelineStep, TimelineToolCall } from './devtools-timeline.js';

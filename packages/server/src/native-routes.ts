@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, Hono } from 'hono';
 import { z } from 'zod';
-import type { AgentHandle, RunCallOptions } from '@helix-agents/sdk';
+import { MAX_INPUT_MESSAGES, type AgentHandle, type RunCallOptions, type TurnInput } from '@helix-agents/sdk';
 import { checkMessageSize, readJson } from './body.js';
 import { ServerError } from './errors.js';
 import { checkId } from './ids.js';
@@ -12,9 +12,11 @@ import type { HelixEnv } from './app.js';
 
 const id = z.string().max(200);
 const text = z.string();
+// A turn's input: text, or ModelMessages / UIMessages (images and files included), which the runtime checks (400 run_invalid_input).
+const turnInput = z.union([text, z.array(z.unknown()).min(1).max(MAX_INPUT_MESSAGES)]);
 const attribution = { tags: z.array(z.string().max(100)).max(20).optional(), metadata: z.record(z.string().max(100), z.string().max(1000)).optional() };
-const startBody = z.strictObject({ agent: z.string().max(200).optional(), input: text, sessionId: id.optional(), initialState: z.unknown().optional(), ifExists: z.enum(['new-turn', 'return']).optional(), ...attribution });
-const messageBody = z.strictObject({ message: text, ...attribution });
+const startBody = z.strictObject({ agent: z.string().max(200).optional(), input: turnInput, sessionId: id.optional(), initialState: z.unknown().optional(), ifExists: z.enum(['new-turn', 'return']).optional(), ...attribution });
+const messageBody = z.strictObject({ message: turnInput, ...attribution });
 const toolResult = z.strictObject({ toolCallId: id, result: z.unknown(), isError: z.boolean().optional() });
 const decision = z.strictObject({ toolCallId: id, decision: z.enum(['approve', 'reject']), input: z.unknown().optional(), reason: z.string().max(10_000).optional() });
 const resumeBody = z.discriminatedUnion('mode', [
@@ -29,6 +31,11 @@ const rewindBody = z.strictObject({ checkpointId: id, ...attribution });
 const stopBody = z.strictObject({ reason: z.string().max(1000).optional() });
 
 type Ctx = Context<HelixEnv>;
+
+/** A text input within `maxChars` (413 past it); an array goes to the runtime, which checks it (its text against the runtime's limits). */
+function inputWithin(input: string | unknown[], maxChars: number): TurnInput {
+  return typeof input === 'string' ? checkMessageSize(input, maxChars) : (input as TurnInput);
+}
 
 /**
  * The native API for programs and remote sub-agents, under /api/sessions: list, read, stream (SSE of
@@ -68,7 +75,7 @@ export function nativeRoutes(app: Hono<HelixEnv>, ctx: HelixServerContext): void
     const b = await body(c, startBody);
     const userId = c.get('userId');
     const sessionId = b.sessionId === undefined ? randomUUID() : checkId(b.sessionId, 'session id');
-    const input = checkMessageSize(b.input, ctx.limits.messageChars);
+    const input = inputWithin(b.input, ctx.limits.messageChars);
     const begin = async (): Promise<Response> => {
       const session = await ctx.ownedOrNew(userId, sessionId);
       const agent = session ? ctx.agentOfSession(session, b.agent) : ctx.agent(b.agent);
@@ -103,7 +110,7 @@ export function nativeRoutes(app: Hono<HelixEnv>, ctx: HelixServerContext): void
   app.post('/api/sessions/:id/messages', async (c) => {
     const sessionId = await owned(c);
     const b = await body(c, messageBody);
-    return started(c, await ctx.runtime.send(sessionId, checkMessageSize(b.message, ctx.limits.messageChars), opts(c, b)));
+    return started(c, await ctx.runtime.send(sessionId, inputWithin(b.message, ctx.limits.messageChars), opts(c, b)));
   });
 
   app.post('/api/sessions/:id/resume', async (c) => {

@@ -1,4 +1,4 @@
-import type { KVStore } from '@helix-agents/sdk/hooks';
+import type { JsonValue, KVStore } from '@helix-agents/sdk/hooks';
 
 /** A session a user owns, as the owner registry lists it. */
 export interface OwnedSession {
@@ -65,9 +65,11 @@ const NAMESPACE = 'helix-server:owners';
 
 /**
  * An owner registry in a `KVStore`, so ownership survives a restart (use the same database as the
- * runtime's store, e.g. `new SqliteKVStore(stores.db)`). Claims are serialized within this process;
- * two processes claiming the same new id at the same moment are not (the kv port has no compare-and-set),
- * so put one server process in front of a shared kv store, or use ids the server generates.
+ * runtime's store: `new SqliteKVStore(stores.database)`, or `new PostgresKVStore(stores.pool)` for
+ * several server processes on one Postgres). A claim uses the store's atomic `setIfAbsent` when it has
+ * one (the SQLite, Postgres and in-memory kv stores do): of two claims of one new id, in this process or
+ * another, exactly one wins, and both callers are told the same owner. A kv store without `setIfAbsent`
+ * is serialized within this process only; put one server process in front of it.
  */
 export class KVSessionOwners implements SessionOwners {
   readonly #kv: KVStore;
@@ -78,24 +80,34 @@ export class KVSessionOwners implements SessionOwners {
   }
 
   async ownerOf(sessionId: string): Promise<string | undefined> {
-    const value = await this.#kv.get(NAMESPACE, `s:${sessionId}`);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) && typeof (value as { userId?: unknown }).userId === 'string' ? (value as { userId: string }).userId : undefined;
+    return ownerIn(await this.#kv.get(NAMESPACE, `s:${sessionId}`));
   }
 
   claim(sessionId: string, userId: string, now: number): Promise<string> {
     const previous = this.#claims.get(sessionId) ?? Promise.resolve('');
-    const next = previous.catch(() => '').then(async () => {
-      const owner = await this.ownerOf(sessionId);
-      if (owner !== undefined) return owner;
-      await this.#kv.set(NAMESPACE, `u:${userKey(userId)}:${String(now).padStart(15, '0')}:${sessionId}`, now);
-      await this.#kv.set(NAMESPACE, `s:${sessionId}`, { userId, createdAt: now });
-      return userId;
-    });
+    const next = previous.catch(() => '').then(() => this.#claimOnce(sessionId, userId, now));
     this.#claims.set(sessionId, next);
     void next.finally(() => {
       if (this.#claims.get(sessionId) === next) this.#claims.delete(sessionId);
     }).catch(() => undefined);
     return next;
+  }
+
+  async #claimOnce(sessionId: string, userId: string, now: number): Promise<string> {
+    const claim = { userId, createdAt: now };
+    let owner: string | undefined;
+    if (this.#kv.setIfAbsent) {
+      owner = ownerIn(await this.#kv.setIfAbsent(NAMESPACE, `s:${sessionId}`, claim));
+    } else {
+      owner = await this.ownerOf(sessionId);
+      if (owner === undefined) await this.#kv.set(NAMESPACE, `s:${sessionId}`, claim);
+      owner ??= userId;
+    }
+    if (owner === undefined) throw new Error(`The owner record of session ${JSON.stringify(sessionId)} is not an owner record.`);
+    // The user's index entry follows the claim it lists (a process that dies between them leaves a session
+    // its owner reaches by id and does not see listed; never one listed for a user who does not own it).
+    if (owner === userId) await this.#kv.set(NAMESPACE, `u:${userKey(userId)}:${String(now).padStart(15, '0')}:${sessionId}`, now);
+    return owner;
   }
 
   async list(userId: string, query: OwnedSessionQuery): Promise<readonly OwnedSession[]> {
@@ -113,6 +125,13 @@ export class KVSessionOwners implements SessionOwners {
     }
     return all.slice(Math.max(0, end - query.limit), end).reverse();
   }
+}
+
+/** The user id of an owner record, or undefined when `value` is not one. */
+function ownerIn(value: JsonValue | undefined): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const userId = (value as { readonly [key: string]: JsonValue })['userId'];
+  return typeof userId === 'string' ? userId : undefined;
 }
 
 // A user id may hold any character; encoded, it cannot end the key's user part early.

@@ -64,6 +64,11 @@ export class HelixServerContext {
     this.#defaultAgent = options.agents[0] as AgentConfig<unknown, unknown>;
   }
 
+  /** The names of the agents the server runs, the default first. */
+  agentNames(): string[] {
+    return [...this.#agents.keys()];
+  }
+
   /** The agent a request names, or the default (the first) one; 400 for a name the server does not serve. */
   agent(name: string | undefined): AgentConfig<unknown, unknown> {
     if (name === undefined) return this.#defaultAgent;

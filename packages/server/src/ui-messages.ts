@@ -5,6 +5,7 @@ export type UiPartView =
   | { readonly type: 'step-start' }
   | { readonly type: 'text'; readonly text: string; readonly state: 'done' }
   | { readonly type: 'reasoning'; readonly text: string; readonly state: 'done' }
+  | { readonly type: 'file'; readonly mediaType: string; readonly url: string; readonly filename?: string }
   | {
       readonly type: `tool-${string}`;
       readonly toolCallId: string;
@@ -38,7 +39,12 @@ export function uiMessagesOf(session: SessionSnapshot, pending: readonly Pending
   session.messages.forEach((row: Message, index) => {
     if (row.role === 'user') {
       assistant = undefined;
-      out.push({ id: `user-${index}`, role: 'user', parts: [{ type: 'text', text: row.content, state: 'done' }] });
+      const parts: UiPartView[] = row.content === '' && row.attachments?.length ? [] : [{ type: 'text', text: row.content, state: 'done' }];
+      // Images and files come back as useChat sent them: inline bytes as a data: URL, a URL as it is.
+      for (const a of row.attachments ?? []) {
+        parts.push({ type: 'file', mediaType: a.mediaType, url: a.url ?? `data:${a.mediaType};base64,${a.data}`, ...(a.filename === undefined ? {} : { filename: a.filename }) });
+      }
+      out.push({ id: `user-${index}`, role: 'user', parts });
       return;
     }
     if (row.role !== 'assistant') return;

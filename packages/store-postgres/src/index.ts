@@ -7,3 +7,5 @@ export { PostgresStreamManager } from './stream-manager.js';
 export type { PostgresStreamManagerOptions } from './stream-manager.js';
 export { migratePostgres, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from './migrations.js';
 export type { MigrationResult, PostgresMigration } from './migrations.js';
+export { PostgresKVStore } from './kv.js';
+export type { PostgresKVStoreOptions } from './kv.js';

@@ -55,6 +55,7 @@ export class SqliteKVStore implements KVStore {
   readonly #set: BetterSqlite3.Statement<[string, string, string, number]>;
   readonly #delete: BetterSqlite3.Statement<[string, string]>;
   readonly #list: BetterSqlite3.Statement<[string, string], string>;
+  readonly #insertNew: (namespace: string, key: string, text: string) => string;
 
   constructor(database: SqliteDatabase) {
     this.database = database;
@@ -65,6 +66,11 @@ export class SqliteKVStore implements KVStore {
       'INSERT INTO hook_kv (namespace, key, value, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at',
     );
     this.#delete = db.prepare<[string, string]>('DELETE FROM hook_kv WHERE namespace = ? AND key = ?');
+    const insertNew = db.prepare<[string, string, string, number]>('INSERT INTO hook_kv (namespace, key, value, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (namespace, key) DO NOTHING');
+    this.#insertNew = immediate(db, (namespace: string, key: string, text: string) => {
+      insertNew.run(namespace, key, text, Date.now());
+      return this.#get.get(namespace, key) as string;
+    });
     // Keys sort after their prefix, so the range starts at the prefix and the scan stops at the first key without it.
     this.#list = db.prepare<[string, string], string>('SELECT key FROM hook_kv WHERE namespace = ? AND key >= ? ORDER BY key').pluck();
   }
@@ -81,6 +87,14 @@ export class SqliteKVStore implements KVStore {
     const text = JSON.stringify(toJsonValue(value));
     assertOpen(this.database, 'kv store');
     this.#set.run(namespace, key, text, Date.now());
+  }
+
+  /** Atomic across connections and processes: the insert and the read are one IMMEDIATE transaction. */
+  async setIfAbsent(namespace: string, key: string, value: JsonValue): Promise<JsonValue> {
+    assertKVKey(key);
+    const text = JSON.stringify(toJsonValue(value));
+    assertOpen(this.database, 'kv store');
+    return JSON.parse(this.#insertNew(namespace, key, text)) as JsonValue;
   }
 
   async delete(namespace: string, key: string): Promise<boolean> {

@@ -21,10 +21,11 @@ function expectInfo(info: AgentErrorInfo | undefined, code: string, layer: strin
 }
 
 describe('limits are configured and checked', () => {
-  it('defaults are set for all five limits, and an executor or agent limit that is not a positive integer (or Infinity) is a ConfigError', () => {
-    expect(DEFAULT_RESOURCE_LIMITS).toEqual({ maxInputChars: 1_000_000, maxToolResultChars: 1_000_000, maxToolCallsPerStep: 64, maxStateChars: 2_000_000, maxMessages: 10_000 });
+  it('defaults are set for all six limits, and an executor or agent limit that is not a positive integer (or Infinity) is a ConfigError', () => {
+    expect(DEFAULT_RESOURCE_LIMITS).toEqual({ maxInputChars: 1_000_000, maxToolResultChars: 1_000_000, maxToolCallsPerStep: 64, maxStateChars: 2_000_000, maxMessages: 10_000, maxInputFileBytes: 10 * 1024 * 1024 });
     for (const bad of [0, -1, 1.5, Number.NaN, '10' as unknown as number]) {
       expect(() => setup({ executor: { limits: { maxMessages: bad } } })).toThrow(ConfigError);
+      expect(() => setup({ executor: { limits: { maxInputFileBytes: bad } } })).toThrow(ConfigError);
       expect(() => textAgent([], { limits: { maxInputChars: bad } })).toThrow(expect.objectContaining({ info: expect.objectContaining({ code: 'config_invalid', message: expect.stringContaining('limits.maxInputChars') }) }));
     }
     expect(() => setup({ executor: { limits: { maxMessages: Infinity, maxStateChars: 10 } } })).not.toThrow();

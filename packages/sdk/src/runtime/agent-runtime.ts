@@ -5,6 +5,7 @@ import type { CheckpointInfo, RunRecord, SessionSnapshot } from '../store.js';
 import type { StreamChunk, StreamReadOptions } from '../stream.js';
 import type { UsageRollup, UsageStore } from '../usage.js';
 import type { AgentResult } from './result.js';
+import type { TurnInput } from './turn-input.js';
 
 /** Per-run options of `execute()`. */
 export interface ExecuteOptions<TState = unknown, TOutput = unknown> extends RunAttribution {
@@ -112,10 +113,13 @@ export interface RecoverOptions {
  * failed; a refused entry changes nothing.
  */
 export interface AgentRuntime {
-  /** Starts a new turn with `input`: a new session, or a new turn on `options.sessionId`. */
-  execute<TState, TOutput>(agent: AgentConfig<TState, TOutput>, input: string, options?: ExecuteOptions<NoInfer<TState>, NoInfer<TOutput>>): Promise<AgentHandle<TState, TOutput>>;
+  /**
+   * Starts a new turn with `input`: a new session, or a new turn on `options.sessionId`. `input` is the
+   * user's text, or an array of AI SDK ModelMessages or UIMessages (images and files included; see {@link TurnInput}).
+   */
+  execute<TState, TOutput>(agent: AgentConfig<TState, TOutput>, input: TurnInput, options?: ExecuteOptions<NoInfer<TState>, NoInfer<TOutput>>): Promise<AgentHandle<TState, TOutput>>;
   /** A chat send: a new turn on an existing session, with the session's registered agent. */
-  send(sessionId: string, message: string, options?: RunCallOptions): Promise<AgentHandle>;
+  send(sessionId: string, message: TurnInput, options?: RunCallOptions): Promise<AgentHandle>;
   /** Resumes a suspended session (continue / with_confirmation), starts a turn (with_message) or rewinds (from_checkpoint). */
   resume(sessionId: string, options: ResumeOptions): Promise<AgentHandle>;
   /** Answers one pending client tool call; the session resumes with it. */

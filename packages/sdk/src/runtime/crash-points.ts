@@ -5,6 +5,8 @@
  */
 export type CrashPointName =
   | 'after_k1'
+  /** The start signal's journal entry is written; its hook has not been called. */
+  | 'after_start_signal'
   | 'in_on_agent_start'
   | 'after_k2'
   | 'in_model_call'

@@ -20,6 +20,7 @@ import { checkSessionId } from './session-id.js';
 import { RunLauncher, type BeginSpec, type RunStartedInfo } from './run-entry.js';
 import type { ChildStart } from './run-setup.js';
 import { shutDown, SubAgentTree, type NestedPendingCall } from './sub-agent-tree.js';
+import { normalizeTurnInput, type TurnInput } from './turn-input.js';
 
 export type { RunStartedInfo } from './run-entry.js';
 
@@ -102,20 +103,18 @@ export class JSAgentExecutor implements AgentRuntime {
    */
   async execute<TState, TOutput>(
     agent: AgentConfig<TState, TOutput>,
-    input: string,
+    input: TurnInput,
     options: ExecuteOptions<NoInfer<TState>, NoInfer<TOutput>> = {},
   ): Promise<AgentHandle<TState, TOutput>> {
     return (await this.#newTurn(agent as unknown as AgentConfig<unknown, unknown>, input, options as ExecuteOptions)) as AgentHandle<TState, TOutput>;
   }
 
   /** A new turn on a new or existing session; a child's `lineage` places it in its tree of sub-agents. */
-  async #newTurn(agent: AgentConfig<unknown, unknown>, input: string, options: ExecuteOptions, lineage: Pick<BeginSpec, 'depth' | 'parentToolCallId'> = {}): Promise<AgentHandle> {
-    if (typeof input !== 'string') {
-      throw new AgentError('run_invalid_input', `execute() takes the user's input as a string, got ${typeof input}.`);
-    }
+  async #newTurn(agent: AgentConfig<unknown, unknown>, input: TurnInput, options: ExecuteOptions, lineage: Pick<BeginSpec, 'depth' | 'parentToolCallId'> = {}): Promise<AgentHandle> {
     const erased = agent;
     const limits = this.#limitsOf(agent);
-    checkInputText(input, limits, 'input');
+    // A string, ModelMessages or UIMessages, checked and converted before anything is written.
+    const turn = await normalizeTurnInput(input, limits);
     this.registerAgent(erased);
     const sessionId = checkSessionId(options.sessionId ?? this.#generateId('session'));
     if (options.parentSessionId !== undefined) checkSessionId(options.parentSessionId, 'parent session id');
@@ -125,11 +124,12 @@ export class JSAgentExecutor implements AgentRuntime {
     // keep the transcript valid: every tool call has a result).
     const suspendedRun = existing?.currentRunId === undefined ? undefined : await this.stateStore.getRun(existing.currentRunId);
     const leadingRows = suspendedRun?.status === 'suspended' ? cancelledRows(suspendedRun.suspension?.pending ?? []) : [];
-    const rows = (existing?.messages.length ?? 0) + leadingRows.length + 1;
+    const rows = (existing?.messages.length ?? 0) + leadingRows.length + (turn.rows?.length ?? 1);
     if (rows > limits.maxMessages) throw tooManyMessages(rows, limits.maxMessages, true);
     return this.#launcher.begin(erased, sessionId, options as RunCallOptions, {
       signal: 'start',
-      input,
+      input: turn.text,
+      ...(turn.rows === undefined ? {} : { inputRows: turn.rows }),
       initialState,
       newTurn: true,
       // The cancelled rows are part of the turn's input, so owed start work appends them again too.
@@ -177,8 +177,8 @@ export class JSAgentExecutor implements AgentRuntime {
     return this.#agents.get(agentType);
   }
 
-  /** A chat send: a new turn on an existing session, with the session's (registered) agent. */
-  async send(sessionId: string, message: string, options: RunCallOptions = {}): Promise<AgentHandle> {
+  /** A chat send: a new turn on an existing session, with the session's (registered) agent; `message` is a {@link TurnInput}. */
+  async send(sessionId: string, message: TurnInput, options: RunCallOptions = {}): Promise<AgentHandle> {
     const session = await this.#session(sessionId);
     return this.execute(this.#agentFor(session.agentType), message, { ...options, sessionId });
   }

@@ -33,9 +33,14 @@ export async function rollupWithChildren(own: UsageRollup, children: readonly Ag
   return mergeRollups(own, parts);
 }
 
-/** The user's text among a turn's input rows (empty when there is none). */
+/** The text of the last user message among a turn's input rows (empty when there is none). */
 export function turnInput(rows: readonly Message[] | undefined): string {
-  return rows?.find((m) => m.role === 'user')?.content ?? '';
+  if (rows === undefined) return '';
+  for (let i = rows.length - 1; i >= 0; i--) {
+    const row = rows[i]!;
+    if (row.role === 'user') return row.content;
+  }
+  return '';
 }
 
 /** A run's execution-level hooks as one manager (its children inherit them), or nothing when it has none. */

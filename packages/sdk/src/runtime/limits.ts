@@ -3,8 +3,8 @@ import type { ToolCall } from '../messages.js';
 
 /**
  * Size limits that keep one run, and one session, from exhausting memory. Each has a typed error and a
- * documented way of losing nothing (README, "Limits"). Sizes are JSON characters (`JSON.stringify(value).length`;
- * a string input counts its characters).
+ * documented way of losing nothing (docs/hooks.md, "Timeouts, audit, loop guards and limits"). Sizes are
+ * JSON characters (`JSON.stringify(value).length`; a string input counts its characters).
  */
 export interface ResourceLimits {
   /** The longest input an entry takes: execute()'s and send()'s message, retry()'s message, an approval's edited input (default 1,000,000). Longer is refused with `run_input_too_large`. */
@@ -15,6 +15,8 @@ export interface ResourceLimits {
   readonly maxToolCallsPerStep?: number;
   /** The largest custom state a commit writes (default 2,000,000): a run whose state grows past it fails with `run_state_too_large`; a larger initialState is refused at the entry. */
   readonly maxStateChars?: number;
+  /** The most bytes of images and files (decoded, inline ones; URLs count 0) one turn's input may carry (default 10,485,760, 10 MiB). More is refused with `run_input_too_large`. */
+  readonly maxInputFileBytes?: number;
   /** The most rows a session's conversation may hold (default 10,000): a new turn that would go past it is refused, and a run whose conversation grew past it fails before its next model call (`run_too_many_messages`). */
   readonly maxMessages?: number;
 }
@@ -29,6 +31,7 @@ export const DEFAULT_RESOURCE_LIMITS: ResolvedLimits = Object.freeze({
   maxToolCallsPerStep: 64,
   maxStateChars: 2_000_000,
   maxMessages: 10_000,
+  maxInputFileBytes: 10 * 1024 * 1024,
 });
 
 const LIMIT_NAMES = Object.keys(DEFAULT_RESOURCE_LIMITS) as (keyof ResolvedLimits)[];

@@ -53,6 +53,8 @@ export interface BeginSpec {
   readonly restoreCheckpointId?: string;
   readonly previousRunId?: string;
   readonly leadingRows?: readonly Message[];
+  /** A new turn's input rows, when its input was an array of messages (otherwise one user row of `input`). */
+  readonly inputRows?: readonly Message[];
   readonly expect?: BeginRunRequest['expect'];
   readonly start: RecordedStart;
 }
@@ -154,7 +156,7 @@ export class RunLauncher {
     const turnId = c.generateId('turn');
     const startedAt = Date.now();
     const input = spec.input ?? '';
-    const inputMessages: readonly Message[] = spec.newTurn ? [...(spec.leadingRows ?? []), { role: 'user', content: input }] : [];
+    const inputMessages: readonly Message[] = spec.newTurn ? [...(spec.leadingRows ?? []), ...(spec.inputRows ?? [{ role: 'user', content: input }])] : [];
     const record = runOptionsRecord(spec, options);
     const begun = await c.stateStore.beginRun({
       sessionId,

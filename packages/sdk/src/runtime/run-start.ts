@@ -60,6 +60,7 @@ export async function openRun(run: Run, start: RunStart, progress: Progress): Pr
   if (!start.signalFired && (start.signal !== 'start' || !start.turnStartCommitted)) {
     const marker = await run.recorder.replayOrRun({ kind: 'start_signal', step: run.stepCount }, startSignalRecord, async () => ({ signal: start.signal }));
     progress.startHookFired = true;
+    crashPoint('after_start_signal');
     if (marker.status === 'ran') await fireStartSignal(run, start);
     else signalFiredBefore = true;
   }

@@ -22,6 +22,14 @@ export class InMemoryKVStore implements KVStore {
     entries.set(key, text);
   }
 
+  async setIfAbsent(namespace: string, key: string, value: JsonValue): Promise<JsonValue> {
+    assertKVKey(key);
+    const text = this.#namespaces.get(namespace)?.get(key);
+    if (text !== undefined) return JSON.parse(text) as JsonValue;
+    await this.set(namespace, key, value);
+    return JSON.parse(JSON.stringify(toJsonValue(value))) as JsonValue;
+  }
+
   async delete(namespace: string, key: string): Promise<boolean> {
     assertKVKey(key);
     return this.#namespaces.get(namespace)?.delete(key) ?? false;

@@ -17,6 +17,13 @@ export interface KVStore {
   delete(namespace: string, key: string): Promise<boolean>;
   /** The namespace's keys that start with `prefix`, sorted. */
   list(namespace: string, prefix?: string): Promise<readonly string[]>;
+  /**
+   * Stores `value` only when the key holds nothing, atomically for every writer of the same store (other
+   * connections and processes included), and returns the value the key holds afterwards: `value` when
+   * this call wrote it, the earlier value otherwise. Optional: a store that cannot make it atomic leaves
+   * it out, and callers that need a compare-and-set (the server's session owners) say what they do then.
+   */
+  setIfAbsent?(namespace: string, key: string, value: JsonValue): Promise<JsonValue>;
 }
 
 /** What a file store knows about a file. */
