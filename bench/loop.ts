@@ -1,109 +1,214 @@
-// Framework overhead per step (issue 2): a zero-latency scripted model, one no-op tool, N steps.
-// Compares helix-agents with no hooks, with a no-op handler on every hook point, and the AI SDK's own
-// generateText tool loop on the same model. Run: npm run bench  (options: --steps 200 --runs 30 --warmup 20)
-import { generateText, stepCountIs, tool } from 'ai';
-import { z } from 'zod';
-import { VercelAIAdapter } from '@helix-agents/llm-vercel';
+// Framework overhead per step (issues 2 and 17), every figure as a ratio within one run: a bare
+// hand-written tool loop, helix in memory (one observer; a no-op on every hook point; no hooks) at
+// several history lengths, 100 concurrent runs, the AI SDK's own tool loop (generateText), and helix on
+// SQLite beside one raw row commit on the same machine. Each variant runs in a child process of its
+// own; the variants are interleaved in REPS rounds (in a rotating order), and each figure is the median
+// of the rounds, with the spread (min–max) of the per-round ratios.
+// Run: npm run bench   (options: --reps 5 --runs 15 --warmup 10 --only memory)
+import { execFileSync } from 'node:child_process';
 import {
-  defineAgent,
-  defineTool,
-  HOOK_POINTS,
-  InMemoryStateStore,
-  InMemoryStreamManager,
-  JSAgentExecutor,
-  silentLogger,
-  type AgentHooks,
-  type HookPoint,
-} from '@helix-agents/sdk';
-import { createScriptedModel, type ScriptedStepObject } from '@helix-agents/sdk/testing';
+  bareConcurrent,
+  bareRun,
+  generateTextRun,
+  helixBench,
+  memoryStores,
+  rawSqliteCommits,
+  retainedHeapMb,
+  sqliteStores,
+  type HookSet,
+} from './workloads.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : fallback;
 }
-
-const STEPS = arg('steps', 200);
-const RUNS = arg('runs', 30);
-const WARMUP = arg('warmup', 20);
-
-const callNoop: ScriptedStepObject = { toolCalls: [{ name: 'noop', args: {} }], usage: { inputTokens: 10, outputTokens: 2 } };
-const answer: ScriptedStepObject = { text: 'done', usage: { inputTokens: 10, outputTokens: 1 } };
-
-/** A model that calls the no-op tool steps-1 times, then answers. */
-function benchModel(steps: number) {
-  return createScriptedModel([(_options, callIndex) => (callIndex % steps === steps - 1 ? answer : callNoop)], { loop: true, recordCalls: false });
+function text(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback;
 }
 
-const noopTool = defineTool({ name: 'noop', description: 'does nothing', inputSchema: z.object({}), execute: () => 'ok' });
+const REPS = arg('reps', 5);
+const RUNS = arg('runs', 15);
+const WARMUP = arg('warmup', 10);
+const ONLY = text('only', '');
 
-function noopHooks(): AgentHooks {
-  const hooks: Record<string, () => void> = {};
-  for (const point of HOOK_POINTS) hooks[point as HookPoint] = () => {};
-  return hooks as AgentHooks;
-}
-
-async function helixRun(hooks: AgentHooks | undefined): Promise<number> {
-  const executor = new JSAgentExecutor(new InMemoryStateStore(), new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger });
-  const agent = defineAgent({ name: 'bench', llmConfig: { model: benchModel(STEPS) }, tools: [noopTool], maxSteps: STEPS + 1 });
-  const started = performance.now();
-  const handle = await executor.execute(agent, 'go', hooks ? { hooks } : {});
-  const result = await handle.result();
-  const elapsed = performance.now() - started;
-  if (result.status !== 'completed' || result.stepCount !== STEPS) throw new Error(`helix run ended ${result.status} after ${result.stepCount} steps`);
-  return elapsed;
-}
-
-async function aiSdkRun(): Promise<number> {
-  const started = performance.now();
-  const result = await generateText({
-    model: benchModel(STEPS),
-    prompt: 'go',
-    tools: { noop: tool({ description: 'does nothing', inputSchema: z.object({}), execute: async () => 'ok' }) },
-    stopWhen: stepCountIs(STEPS),
-  });
-  const elapsed = performance.now() - started;
-  if (result.steps.length !== STEPS) throw new Error(`generateText ran ${result.steps.length} steps`);
-  return elapsed;
-}
-
-function median(values: number[]): number {
+function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
-const variants: { name: string; run: () => Promise<number> }[] = [
-  { name: 'helix, no hooks', run: () => helixRun(undefined) },
-  { name: 'helix, no-op handler on every hook point', run: () => helixRun(noopHooks()) },
-  { name: 'AI SDK generateText tool loop (reference)', run: aiSdkRun },
+/** What a child measures: µs per step, and for durable variants the floor's µs per commit measured beside it. */
+interface Sample {
+  readonly usPerStep: number;
+  readonly floorUs?: number;
+  readonly txPerStep?: number;
+}
+
+interface Variant {
+  readonly id: string;
+  readonly name: string;
+  /** The id of the variant its "vs bare" ratio divides by (the bare loop of the same shape). */
+  readonly bare: string;
+  measure(): Promise<Sample>;
+}
+
+/** Warm-up, then the median of RUNS timings of `once` (ms for `work` steps), as µs per step. */
+async function timed(once: () => Promise<number>, work: number, runs = RUNS, warmup = WARMUP): Promise<number> {
+  for (let i = 0; i < warmup; i++) await once();
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) samples.push(await once());
+  return (median(samples) * 1000) / work;
+}
+
+function bare(steps: number): Variant {
+  return { id: `bare-${steps}`, name: `bare loop, N=${steps}`, bare: `bare-${steps}`, measure: async () => ({ usPerStep: await timed(() => bareRun(steps), steps) }) };
+}
+
+function helixMemory(steps: number, hooks: HookSet): Variant {
+  const label = hooks === 'observer' ? 'one observer' : hooks === 'every-point' ? 'a no-op on every hook point' : 'no hooks';
+  return {
+    id: `helix-${hooks}-${steps}`,
+    name: `helix memory, ${label}, N=${steps}`,
+    bare: `bare-${steps}`,
+    measure: async () => {
+      // A fresh store per measurement, as a process would have; runs accumulate sessions in it.
+      const bench = helixBench(memoryStores(), steps, { hooks });
+      return { usPerStep: await timed(bench.run, steps) };
+    },
+  };
+}
+
+const CONCURRENT_RUNS = 100;
+const CONCURRENT_STEPS = 20;
+
+const concurrentVariants: Variant[] = [
+  {
+    id: 'bare-concurrent',
+    name: `bare loop, ${CONCURRENT_RUNS} concurrent runs of ${CONCURRENT_STEPS}`,
+    bare: 'bare-concurrent',
+    measure: async () => ({ usPerStep: await timed(() => bareConcurrent(CONCURRENT_RUNS, CONCURRENT_STEPS), CONCURRENT_RUNS * CONCURRENT_STEPS, 7, 3) }),
+  },
+  {
+    id: 'helix-concurrent',
+    name: `helix memory, ${CONCURRENT_RUNS} concurrent runs of ${CONCURRENT_STEPS}`,
+    bare: 'bare-concurrent',
+    measure: async () => {
+      const bench = helixBench(memoryStores(), CONCURRENT_STEPS);
+      return { usPerStep: await timed(() => bench.concurrent(CONCURRENT_RUNS), CONCURRENT_RUNS * CONCURRENT_STEPS, 7, 3) };
+    },
+  },
 ];
 
-/**
- * Measures one variant in this process: warm-up, then the median of RUNS. No forced GC between runs: a
- * full collection shrinks the heap and makes the next run pay to grow it again (it doubled the figures).
- */
-async function measureVariant(index: number): Promise<number> {
-  const variant = variants[index]!;
-  for (let i = 0; i < WARMUP; i++) await variant.run();
-  const samples: number[] = [];
-  for (let i = 0; i < RUNS; i++) samples.push(await variant.run());
-  return (median(samples) * 1000) / STEPS;
+const DURABLE_STEPS = 100;
+
+/** helix on SQLite and, in the same process and interleaved with it, the raw row commit it is compared with. */
+function helixSqlite(synchronous: 'NORMAL' | 'FULL'): Variant {
+  return {
+    id: `sqlite-${synchronous}`,
+    name: `helix SQLite ${synchronous}, N=${DURABLE_STEPS}`,
+    bare: `bare-200`,
+    measure: async () => {
+      const stores = sqliteStores(synchronous);
+      const raw = rawSqliteCommits(synchronous);
+      try {
+        const bench = helixBench(stores, DURABLE_STEPS);
+        const rounds = 5;
+        const steps: number[] = [];
+        const floor: number[] = [];
+        let tx = 0;
+        await bench.run();
+        raw.commits(DURABLE_STEPS);
+        for (let r = 0; r < rounds; r++) {
+          const before = stores.sqlite.database.writeTransactions;
+          steps.push((await bench.run()) / DURABLE_STEPS);
+          tx += stores.sqlite.database.writeTransactions - before;
+          floor.push(raw.commits(DURABLE_STEPS) / DURABLE_STEPS);
+        }
+        return { usPerStep: median(steps) * 1000, floorUs: median(floor) * 1000, txPerStep: tx / (rounds * DURABLE_STEPS) };
+      } finally {
+        raw.close();
+        stores.close();
+      }
+    },
+  };
 }
 
+const aiSdk: Variant = { id: 'generateText-200', name: 'AI SDK generateText tool loop, N=200', bare: 'bare-200', measure: async () => ({ usPerStep: await timed(() => generateTextRun(200), 200, 7, 5) }) };
+const viaAdapter: Variant = {
+  id: 'helix-aisdk-200',
+  name: 'helix memory via the AI SDK adapter, one observer, N=200',
+  bare: 'bare-200',
+  measure: async () => {
+    const bench = helixBench(memoryStores(), 200, { aiSdkAdapter: true });
+    return { usPerStep: await timed(bench.run, 200) };
+  },
+};
+
+const VARIANTS: Variant[] = [
+  bare(10),
+  bare(200),
+  bare(1000),
+  helixMemory(10, 'observer'),
+  helixMemory(200, 'observer'),
+  helixMemory(1000, 'observer'),
+  helixMemory(200, 'none'),
+  helixMemory(200, 'every-point'),
+  ...concurrentVariants,
+  viaAdapter,
+  aiSdk,
+  helixSqlite('NORMAL'),
+  helixSqlite('FULL'),
+].filter((v) => ONLY === '' || v.id.includes(ONLY) || v.id.startsWith('bare') || v.id === 'generateText-200');
+
+const HEAP_RUNS = 1000;
 const only = process.argv.indexOf('--variant');
-if (only >= 0) {
+if (process.argv.includes('--heap')) {
+  // A child with --expose-gc: the retained heap after HEAP_RUNS runs, sessions deleted or kept.
+  process.stdout.write(JSON.stringify({ deleted: await retainedHeapMb(HEAP_RUNS, 20, false), kept: await retainedHeapMb(HEAP_RUNS, 20, true) }));
+} else if (only >= 0) {
   // A child: one variant, so no other variant's garbage or JIT state is on its clock.
-  process.stdout.write(JSON.stringify({ usPerStep: await measureVariant(Number(process.argv[only + 1])) }));
+  const variant = VARIANTS.find((v) => v.id === process.argv[only + 1]);
+  if (!variant) throw new Error(`no variant ${process.argv[only + 1]}`);
+  process.stdout.write(JSON.stringify(await variant.measure()));
 } else {
-  const { execFileSync } = await import('node:child_process');
-  const rows: { name: string; usPerStep: number }[] = [];
-  for (const [index, variant] of variants.entries()) {
-    const out = execFileSync(process.execPath, [...process.execArgv, process.argv[1]!, ...process.argv.slice(2), '--variant', String(index)], { encoding: 'utf8' });
-    rows.push({ name: variant.name, usPerStep: (JSON.parse(out) as { usPerStep: number }).usPerStep });
+  const samples = new Map<string, Sample[]>(VARIANTS.map((v) => [v.id, []]));
+  for (let rep = 0; rep < REPS; rep++) {
+    // Rotate the order so that no variant always runs first (or after the slowest).
+    const order = VARIANTS.map((_, i) => VARIANTS[(i + rep) % VARIANTS.length]!);
+    for (const variant of order) {
+      const args = [...process.execArgv, process.argv[1]!, ...process.argv.slice(2), '--variant', variant.id];
+      const out = execFileSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 1 << 20 });
+      samples.get(variant.id)!.push(JSON.parse(out) as Sample);
+    }
+    process.stderr.write(`round ${rep + 1}/${REPS} done\n`);
   }
-  const reference = rows[2]!.usPerStep;
-  console.log(`framework overhead per step: ${STEPS} steps, median of ${RUNS} runs after ${WARMUP} warm-up runs, each variant in its own process, Node ${process.version}`);
-  for (const row of rows) {
-    console.log(`${row.name.padEnd(44)} ${row.usPerStep.toFixed(1).padStart(8)} µs/step   ${(row.usPerStep / reference).toFixed(3)}x generateText`);
+  /** Per-round ratios of `id` over `over` (same round), as median and spread. */
+  const ratio = (id: string, over: (s: Sample, rep: number) => number | undefined) => {
+    const values = samples.get(id)!.map((s, rep) => {
+      const d = over(s, rep);
+      return d === undefined ? Number.NaN : s.usPerStep / d;
+    });
+    return { median: median(values), min: Math.min(...values), max: Math.max(...values) };
+  };
+  const fmt = (r: { median: number; min: number; max: number }, digits = 2) =>
+    Number.isNaN(r.median) ? '-' : `${r.median.toFixed(digits)}x (${r.min.toFixed(digits)}–${r.max.toFixed(digits)})`;
+  const rows: string[][] = [['variant', 'µs/step', 'vs bare', 'vs generateText', 'vs raw commit', 'tx/step']];
+  for (const variant of VARIANTS) {
+    const list = samples.get(variant.id)!;
+    const vsBare = ratio(variant.id, (_, rep) => samples.get(variant.bare)?.[rep]?.usPerStep);
+    const vsAi = ratio(variant.id, (_, rep) => samples.get('generateText-200')?.[rep]?.usPerStep);
+    const vsFloor = ratio(variant.id, (s) => s.floorUs);
+    const tx = list[0]?.txPerStep;
+    rows.push([variant.name, median(list.map((s) => s.usPerStep)).toFixed(2), fmt(vsBare, 1), fmt(vsAi, 3), fmt(vsFloor), tx === undefined ? '-' : tx.toFixed(2)]);
   }
-  console.log(`hooks on every point cost ${(rows[1]!.usPerStep / rows[0]!.usPerStep).toFixed(2)}x no hooks`);
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  console.log(`\nFramework overhead per step, ${REPS} interleaved rounds (each variant in its own process: ${WARMUP} warm-up runs, median of ${RUNS}); ratios are per round, median (min–max). Node ${process.version}\n`);
+  for (const row of rows) console.log(row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
+  const med = (id: string) => median((samples.get(id) ?? []).map((s) => s.usPerStep));
+  if (samples.has('helix-observer-1000') && samples.has('helix-observer-10')) console.log(`\nflat in N: N=1000 over N=10 ${(med('helix-observer-1000') / med('helix-observer-10')).toFixed(2)}x`);
+  if (samples.has('helix-every-point-200')) console.log(`every hook point over one observer: ${fmt(ratio('helix-every-point-200', (_, rep) => samples.get('helix-observer-200')?.[rep]?.usPerStep))}`);
+  const heap = JSON.parse(execFileSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1]!, '--heap'], { encoding: 'utf8' })) as { deleted: number; kept: number };
+  console.log(`retained heap after ${HEAP_RUNS} runs of 20 steps: ${heap.deleted.toFixed(2)} MB with each session deleted, ${heap.kept.toFixed(2)} MB with the sessions kept`);
+  if (samples.has('helix-none-200')) console.log(`one observer over no hooks: ${fmt(ratio('helix-observer-200', (_, rep) => samples.get('helix-none-200')?.[rep]?.usPerStep))}`);
 }

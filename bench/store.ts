@@ -14,6 +14,7 @@ import { openSqliteStores } from '@helix-agents/store-sqlite';
 import { openPostgresStores } from '@helix-agents/store-postgres';
 import { startTestPostgres, type TestPostgres } from '@helix-agents/store-postgres/testing';
 import type { Commit } from '@helix-agents/sdk/store';
+import { helixBench, rawSqliteCommits, sqliteStores } from './workloads.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -231,3 +232,32 @@ for (const target of TARGETS) {
 const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
 console.log(`\nStep commits per second (2 KB state + 1 KB message + checkpoint + usage per step; ${SECONDS} s per side, in ${ROUNDS} alternating slices; floor = one 1 KB row per transaction on the same database)\n`);
 for (const row of rows) console.log(row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('   '));
+
+// Whole helix runs on SQLite (the loop, its chunks and its commits): write transactions per step, and
+// µs per step beside one raw row commit, interleaved in ROUNDS.
+const RUN_STEPS = 100;
+console.log(`\nhelix runs on SQLite (${RUN_STEPS} steps, one tool call per step; ${ROUNDS} interleaved rounds, median)\n`);
+console.log(['mode', 'tx/step', 'µs/step', 'raw commit µs', 'step / raw'].join('   '));
+for (const synchronous of ['NORMAL', 'FULL'] as const) {
+  if (ONLY !== '' && !`sqlite ${synchronous}`.includes(ONLY)) continue;
+  const stores = sqliteStores(synchronous);
+  const raw = rawSqliteCommits(synchronous);
+  try {
+    const bench = helixBench(stores, RUN_STEPS);
+    await bench.run();
+    const steps: number[] = [];
+    const floor: number[] = [];
+    let tx = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      const before = stores.sqlite.database.writeTransactions;
+      steps.push(((await bench.run()) * 1000) / RUN_STEPS);
+      tx += stores.sqlite.database.writeTransactions - before;
+      floor.push((raw.commits(RUN_STEPS) * 1000) / RUN_STEPS);
+    }
+    const mid = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
+    console.log([`sqlite ${synchronous}`, (tx / (ROUNDS * RUN_STEPS)).toFixed(2), mid(steps).toFixed(0), mid(floor).toFixed(0), (mid(steps) / mid(floor)).toFixed(2)].join('   '));
+  } finally {
+    raw.close();
+    stores.close();
+  }
+}

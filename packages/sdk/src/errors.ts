@@ -90,6 +90,7 @@ export const ERROR_CODES = {
   state_commit_failed: { layer: 'transport', severity: 'fatal', retryable: true, hint: 'The state store refused or lost a write; check the store and retry the run.' },
   state_invalid: { layer: 'run', severity: 'error', retryable: false, hint: "A write would make the state violate the agent's stateSchema; it was dropped. Fix the tool or hook named in details." },
   state_not_found: { layer: 'run', severity: 'error', retryable: false },
+  session_running: { layer: 'run', severity: 'error', retryable: true, hint: 'The session has a running run: stop it (stop(sessionId)) and wait for it to end, then delete the session.' },
   state_conflict: { layer: 'run', severity: 'error', retryable: true, hint: 'The session changed while this call was on its way (another resume or run came first); reload it and try again.' },
   state_run_not_recoverable: { layer: 'run', severity: 'error', retryable: false, hint: 'The run is not running, not current, or its lease has not expired yet.' },
   state_schema_too_new: { layer: 'transport', severity: 'fatal', retryable: false, hint: 'The database was written by a newer helix-agents; upgrade this process before opening it.' },

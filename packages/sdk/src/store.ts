@@ -326,6 +326,13 @@ export interface StateStore {
   listCheckpoints(sessionId: string): Promise<readonly CheckpointInfo[]>;
   /** One checkpoint with its state and conversation, or undefined. */
   loadCheckpoint(sessionId: string, checkpointId: string): Promise<Checkpoint | undefined>;
+  /**
+   * Deletes a session and everything it holds (its runs, their journals and committed steps, its
+   * checkpoints, messages and usage entries); resolves true when there was one. Refuses (an AgentError
+   * `session_running`, nothing deleted) while the session's current run is running. The session's
+   * stream is the stream manager's: delete it there too (`JSAgentExecutor.deleteSession` does both).
+   */
+  deleteSession(sessionId: string): Promise<boolean>;
 }
 
 /** The refusal of a K1 whose `expect` precondition does not hold (`state_conflict`); the session rules refuse with this one. */

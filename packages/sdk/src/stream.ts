@@ -233,6 +233,16 @@ export interface StreamWriter {
   readonly startSeq: number;
   /** Appends a chunk; returns false (and writes nothing) when a newer run has claimed the stream. */
   write(chunk: StreamChunkInput): Promise<boolean>;
+  /**
+   * Optional: appends a chunk without waiting for it. A queued chunk keeps its place in call order
+   * with the writer's other chunks, and is stored (and visible to readers) no later than the writer's
+   * next `write()`, the next state commit on the same database (a durable store writes the chunks of a
+   * step in the step commit's transaction) or the store's flush interval. A chunk written while the
+   * writer no longer owns the stream is dropped (and {@link owned} turns false). The writer may keep
+   * the chunk object: the caller must not change it afterwards. The run loop queues every chunk but a
+   * run's first and its terminal ones when the writer has this method.
+   */
+  queue?(chunk: StreamChunkInput): void;
   /** True while this writer still owns the stream. */
   readonly owned: boolean;
 }
@@ -258,4 +268,9 @@ export interface StreamManager {
   claim(streamId: string, runId: string): Promise<StreamWriter>;
   /** Reads chunks in order, live or after the fact. */
   read(streamId: string, options?: StreamReadOptions): AsyncIterable<StreamChunk>;
+  /**
+   * Deletes a stream: its chunks and its claim (a writer that still holds it writes nothing more, and
+   * following readers end). A later claim starts the stream again at offset 0.
+   */
+  deleteStream(streamId: string): Promise<void>;
 }

@@ -9,6 +9,8 @@ export interface PostgresStoresCommonOptions {
   readonly schema?: string;
   /** How often following stream readers poll when no notification came, in ms (1000 by default). */
   readonly pollIntervalMs?: number;
+  /** How long a queued stream chunk waits for the next commit before it is written on its own (10 ms by default). */
+  readonly flushIntervalMs?: number;
 }
 
 /** Options of {@link openPostgresStores}: a connection string (the stores own their pool) or your pool. */
@@ -60,7 +62,13 @@ export async function openPostgresStores(options: OpenPostgresStoresOptions): Pr
     throw error;
   }
   const stateStore = new PostgresStateStore(pool, { schema });
-  const streamManager = new PostgresStreamManager(pool, { schema, ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }) });
+  const streamManager = new PostgresStreamManager(pool, {
+    schema,
+    ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
+    ...(options.flushIntervalMs === undefined ? {} : { flushIntervalMs: options.flushIntervalMs }),
+  });
+  // A step's chunks travel beside its commit.
+  stateStore.sendChunksWithCommits(() => streamManager.flushQueued());
   let closing: Promise<void> | undefined;
   return {
     stateStore,

@@ -1,6 +1,6 @@
 import { StateCommitError, rollupUsage } from '@helix-agents/sdk';
 import type { AgentErrorInfo, Message, StartSignalKind, UsageEntry, UsageFilter, UsageRollup, UsageStore } from '@helix-agents/sdk';
-import { beginRunResult, GENESIS_CHECKPOINT, orThrow, planBeginRun, planClaimRun, planCommit, planJournalAppend, planRenewLease, planRequestStop, sessionSnapshot, stepSetOf } from '@helix-agents/sdk/store';
+import { beginRunResult, GENESIS_CHECKPOINT, orThrow, planBeginRun, planClaimRun, planCommit, planDeleteSession, planJournalAppend, planRenewLease, planRequestStop, sessionSnapshot, stepSetOf } from '@helix-agents/sdk/store';
 import type {
   BeginRunInput,
   BeginRunPlan,
@@ -171,6 +171,15 @@ function buildStatements(s: string) {
       ORDER BY r.lease_expires_at, r.started_at, r.run_id LIMIT $2`,
     // The contended commit path: lock the session row first, then read its header in a fresh snapshot.
     lockSession: `SELECT session_id FROM ${s}.sessions WHERE session_id = $1 FOR UPDATE`,
+    // deleteSession: lock the session row and read its current run, then one statement deletes it all.
+    lockForDelete: `SELECT x.current_run_id, r.status AS run_status FROM ${s}.sessions x LEFT JOIN ${s}.runs r ON r.run_id = x.current_run_id WHERE x.session_id = $1 FOR UPDATE OF x`,
+    deleteSession: `WITH gone_runs AS (DELETE FROM ${s}.runs WHERE session_id = $1 RETURNING run_id),
+        j AS (DELETE FROM ${s}.journal WHERE run_id IN (SELECT run_id FROM gone_runs)),
+        st AS (DELETE FROM ${s}.steps WHERE run_id IN (SELECT run_id FROM gone_runs)),
+        c AS (DELETE FROM ${s}.checkpoints WHERE session_id = $1),
+        m AS (DELETE FROM ${s}.messages WHERE session_id = $1),
+        u AS (DELETE FROM ${s}.usage WHERE session_id = $1)
+      DELETE FROM ${s}.sessions WHERE session_id = $1`,
     claimLock: `SELECT session_id FROM ${s}.sessions WHERE session_id = (SELECT session_id FROM ${s}.runs WHERE run_id = $1) FOR UPDATE`,
     // A claim's write, under the session lock and a compare-and-set on the run fields the plan was decided
     // from (epoch $6, lease expiry $7, running): a lease renewed in between makes it write nothing.
@@ -345,6 +354,7 @@ export class PostgresStateStore implements StateStore, UsageStore {
   readonly #sessionOfRun = new Map<string, string>();
   /** The session headers this store last read or wrote: what a commit decides from first. */
   readonly #headers = new Map<string, CommitBasis>();
+  #chunks: (() => Promise<void>) | undefined;
 
   constructor(pool: pg.Pool, options: PostgresStateStoreOptions = {}) {
     this.pool = pool;
@@ -358,7 +368,21 @@ export class PostgresStateStore implements StateStore, UsageStore {
   }
 
   async commit(commit: Commit): Promise<CommitReceipt> {
-    return this.#inOrder(sessionKey(commit.sessionId), () => this.#commit(commit));
+    // The stream's queued chunks (the step's) go out now, beside the commit: no round trip of their own.
+    const chunks = this.#chunks?.();
+    const receipt = this.#inOrder(sessionKey(commit.sessionId), () => this.#commit(commit));
+    if (chunks === undefined) return receipt;
+    const [result] = await Promise.allSettled([receipt, chunks]);
+    if (result.status === 'rejected') throw result.reason;
+    return result.value;
+  }
+
+  /**
+   * Package-internal (used by `openPostgresStores`): what to call at each commit to send the stream's
+   * queued chunks beside it; the commit resolves once both landed.
+   */
+  sendChunksWithCommits(flush: () => Promise<void>): void {
+    this.#chunks = flush;
   }
 
   async renewLease(runId: string, epoch: number, leaseMs: number, now: number): Promise<RunLease> {
@@ -411,6 +435,22 @@ export class PostgresStateStore implements StateStore, UsageStore {
 
   async listCheckpoints(sessionId: string): Promise<readonly CheckpointInfo[]> {
     return this.#inOrder(sessionKey(sessionId), () => this.#listCheckpoints(sessionId));
+  }
+
+  async deleteSession(sessionId: string): Promise<boolean> {
+    const deleted = await this.#inOrder(sessionKey(sessionId), () =>
+      transaction(this.pool, 'deleteSession', async (client) => {
+        const [row] = await run<{ current_run_id: string | null; run_status: RunStatus | null }>(client, this.#sql.lockForDelete, [sessionId]);
+        if (!row) return false;
+        const current = row.current_run_id === null || row.run_status === null ? undefined : { runId: row.current_run_id, status: row.run_status };
+        const refused = planDeleteSession({ sessionId, currentRun: current });
+        if (refused) throw refused;
+        await run(client, this.#sql.deleteSession, [sessionId]);
+        return true;
+      }),
+    );
+    this.#headers.delete(sessionId);
+    return deleted;
   }
 
   async loadCheckpoint(sessionId: string, checkpointId: string): Promise<Checkpoint | undefined> {

@@ -15,6 +15,13 @@ export interface PostgresStreamManagerOptions {
    * LISTEN connection.
    */
   readonly pollIntervalMs?: number;
+  /**
+   * How long a queued chunk (`writer.queue`: the run loop's path for a step's chunks) waits for the next
+   * state commit before it is written on its own, in ms (10 by default). The state store of
+   * `openPostgresStores` sends the queued chunks alongside each commit, so a step's chunks cost no round
+   * trip of their own.
+   */
+  readonly flushIntervalMs?: number;
 }
 
 // Chunks read per query, and written per statement when writes queue up behind one in flight.
@@ -44,6 +51,7 @@ function buildStatements(s: string) {
     page: `SELECT seq, chunk::text AS chunk FROM ${s}.chunks WHERE stream_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`,
     pageOfRun: `SELECT seq, chunk::text AS chunk FROM ${s}.chunks WHERE stream_id = $1 AND seq >= $2 AND run_id = $4 ORDER BY seq LIMIT $3`,
     owner: `SELECT owner FROM ${s}.streams WHERE stream_id = $1`,
+    deleteStream: `WITH c AS (DELETE FROM ${s}.chunks WHERE stream_id = $1) DELETE FROM ${s}.streams WHERE stream_id = $1`,
   };
 }
 
@@ -71,6 +79,10 @@ export class PostgresStreamManager implements StreamManager {
   readonly #notifier: StreamNotifier;
   // The live writers of each stream in this process, so a claim can silence the older ones at once.
   readonly #writers = new Map<string, Set<PostgresStreamWriter>>();
+  /** Writers holding queued chunks, and the timer that writes them when no commit comes first. */
+  readonly #queued = new Set<PostgresStreamWriter>();
+  readonly #flushIntervalMs: number;
+  #timer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
 
   constructor(pool: pg.Pool, options: PostgresStreamManagerOptions = {}) {
@@ -78,6 +90,7 @@ export class PostgresStreamManager implements StreamManager {
     this.schema = options.schema ?? 'helix';
     this.#sql = statements(this.schema, buildStatements);
     this.#pollIntervalMs = Math.max(10, options.pollIntervalMs ?? 1_000);
+    this.#flushIntervalMs = Math.max(0, options.flushIntervalMs ?? 10);
     this.#notifier = new StreamNotifier(pool, streamChannel(this.schema), this.#pollIntervalMs, (streamId, runId, generation) => this.#claimed(streamId, runId, generation));
   }
 
@@ -126,6 +139,30 @@ export class PostgresStreamManager implements StreamManager {
     if (!live) return;
     live.delete(writer);
     if (live.size === 0) this.#writers.delete(writer.streamId);
+  }
+
+  /** A writer queued a chunk: it is written with the next commit, or when the timer fires. */
+  noteQueued(writer: PostgresStreamWriter): void {
+    this.#queued.add(writer);
+    this.#timer ??= setTimeout(() => {
+      this.#timer = undefined;
+      void this.flushQueued();
+    }, this.#flushIntervalMs);
+  }
+
+  /**
+   * Writes every queued chunk now (one statement per writer, all at once); resolves once they are
+   * stored. A write that fails is reported to its writer (its next write throws it).
+   */
+  async flushQueued(): Promise<void> {
+    if (this.#queued.size === 0) return;
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    const writers = [...this.#queued];
+    this.#queued.clear();
+    await Promise.all(writers.map((writer) => writer.flushNow()));
   }
 
   /** Appends a batch of one writer's chunks; false when the writer no longer owns the stream. */
@@ -211,8 +248,23 @@ export class PostgresStreamManager implements StreamManager {
     }
   }
 
+  async deleteStream(streamId: string): Promise<void> {
+    // This process's writers of the stream stop at once (a writer elsewhere finds no claim and writes nothing).
+    for (const writer of [...(this.#writers.get(streamId) ?? [])]) {
+      await writer.flushNow().catch(() => undefined);
+      this.#retire(writer);
+    }
+    try {
+      await run(this.pool, this.#sql.deleteStream, [streamId]);
+    } catch (error) {
+      throw storeError('stream delete', error);
+    }
+    this.#notifier.wake(streamId);
+  }
+
   /** Stops listening; following readers end. Does not end the pool. */
   async close(): Promise<void> {
+    await this.flushQueued().catch(() => undefined);
     this.#closed = true;
     await this.#notifier.close();
   }
@@ -228,7 +280,8 @@ class PostgresStreamWriter implements StreamWriter {
   readonly #manager: PostgresStreamManager;
   #owned = true;
   #queue: QueuedWrite[] = [];
-  #flushing = false;
+  #flushing: Promise<void> | undefined;
+  #failure: unknown;
 
   constructor(manager: PostgresStreamManager, streamId: string, runId: string, startSeq: number, generation: number) {
     this.#manager = manager;
@@ -252,14 +305,40 @@ class PostgresStreamWriter implements StreamWriter {
   }
 
   write(chunk: StreamChunkInput): Promise<boolean> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
     return new Promise<boolean>((resolve, reject) => {
       this.#queue.push({ chunk, resolve, reject });
-      if (!this.#flushing) void this.#flush();
+      void this.flushNow();
     });
   }
 
+  /** Queues a chunk for the next commit (or the manager's flush interval); see {@link StreamWriter.queue}. */
+  queue(chunk: StreamChunkInput): void {
+    if (this.#failure !== undefined) throw this.#failure;
+    if (!this.#owned) return;
+    this.#queue.push({
+      chunk,
+      resolve: (ok) => {
+        if (!ok) this.#owned = false;
+      },
+      reject: (error) => {
+        this.#failure = error;
+      },
+    });
+    this.#manager.noteQueued(this);
+  }
+
+  /** Sends what is queued (after the statement in flight, if any); resolves once the queue is empty. */
+  flushNow(): Promise<void> {
+    this.#flushing ??= this.#flush().finally(() => {
+      this.#flushing = undefined;
+      // Writes that arrived after the loop's last look go out now.
+      if (this.#queue.length > 0) void this.flushNow();
+    });
+    return this.#flushing;
+  }
+
   async #flush(): Promise<void> {
-    this.#flushing = true;
     try {
       while (this.#queue.length > 0) {
         const batch = this.#queue.splice(0, MAX_BATCH);
@@ -274,7 +353,7 @@ class PostgresStreamWriter implements StreamWriter {
         }
       }
     } finally {
-      this.#flushing = false;
+      // Nothing to release: flushNow() clears the promise.
     }
   }
 }

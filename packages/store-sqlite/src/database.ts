@@ -72,6 +72,15 @@ export class SqliteDatabase {
     return new SqliteDatabase(db, path, synchronous, applied);
   }
 
+  /**
+   * How many write transactions this connection has committed or rolled back since it opened (a
+   * group of commits sharing one transaction counts once). For benchmarks and tests: a step of a run
+   * costs one.
+   */
+  get writeTransactions(): number {
+    return counters.get(handleOf(this))?.count ?? 0;
+  }
+
   /** True once {@link close} ran. */
   get closed(): boolean {
     return this.#closed;
@@ -102,11 +111,75 @@ export function handleOf(database: SqliteDatabase): BetterSqlite3.Database {
   return db;
 }
 
+const counters = new WeakMap<BetterSqlite3.Database, { count: number }>();
+const participants = new WeakMap<BetterSqlite3.Database, WriteParticipant[]>();
+
+function counterOf(db: BetterSqlite3.Database): { count: number } {
+  let counter = counters.get(db);
+  if (!counter) {
+    counter = { count: 0 };
+    counters.set(db, counter);
+  }
+  return counter;
+}
+
+/**
+ * Work that rides in another store's write transaction on the same connection (the stream manager's
+ * queued chunks ride in the state store's commits). Package-internal.
+ */
+export interface WriteParticipant {
+  /** Runs inside the transaction; returns what to do once it committed (true) or rolled back (false). */
+  write(): ((committed: boolean) => void) | undefined;
+}
+
+/** Registers a participant in the joined write transactions of `database`'s connection. */
+export function joinWrites(database: SqliteDatabase, participant: WriteParticipant): void {
+  const db = handleOf(database);
+  const list = participants.get(db) ?? [];
+  list.push(participant);
+  participants.set(db, list);
+}
+
 /** Wraps `fn` in a write transaction (BEGIN IMMEDIATE: the write lock is taken up front, so the fence check and the write cannot interleave with another writer). */
 export function immediate<A extends unknown[], R>(db: BetterSqlite3.Database, fn: (...args: A) => R): (...args: A) => R {
   const transaction = db.transaction(fn);
+  const counter = counterOf(db);
   // better-sqlite3 types transactions through `any`; this keeps the caller's signature exact.
-  return (...args: A) => transaction.immediate(...args) as R;
+  return (...args: A) => {
+    if (!db.inTransaction) counter.count++;
+    return transaction.immediate(...args) as R;
+  };
+}
+
+/**
+ * Like {@link immediate}, and the connection's participants (queued stream chunks) write in the same
+ * transaction, before `fn`: one commit carries both.
+ */
+export function joined<A extends unknown[], R>(db: BetterSqlite3.Database, fn: (...args: A) => R): (...args: A) => R {
+  let settle: ((committed: boolean) => void)[] = [];
+  const run = immediate(db, (...args: A): R => {
+    for (const participant of participants.get(db) ?? []) {
+      const done = participant.write();
+      if (done) settle.push(done);
+    }
+    return fn(...args);
+  });
+  return (...args: A) => {
+    settle = [];
+    let result: R;
+    try {
+      result = run(...args);
+    } catch (error) {
+      const mine = settle;
+      settle = [];
+      for (const done of mine) done(false);
+      throw error;
+    }
+    const mine = settle;
+    settle = [];
+    for (const done of mine) done(true);
+    return result;
+  };
 }
 
 /** Wraps `fn` in a read transaction, so that its statements all see one snapshot. */

@@ -1,12 +1,14 @@
 import type { SqliteDatabaseOptions } from './database.js';
 import { SqliteDatabase } from './database.js';
 import { SqliteStateStore } from './state-store.js';
-import { SqliteStreamManager } from './stream-manager.js';
+import { SqliteStreamManager, type SqliteStreamManagerOptions } from './stream-manager.js';
 
 /** Options of {@link openSqliteStores}. */
 export interface SqliteStoresOptions extends SqliteDatabaseOptions {
   /** How often a following stream reader polls for chunks written by other processes (default 20 ms). */
   readonly pollIntervalMs?: number;
+  /** How long a queued chunk waits for the next state commit before it is written on its own (default 10 ms; see {@link SqliteStreamManagerOptions}). */
+  readonly flushIntervalMs?: number;
 }
 
 /** The three stores on one SQLite connection. */
@@ -30,6 +32,10 @@ export interface SqliteStores {
 export function openSqliteStores(options: SqliteStoresOptions = {}): SqliteStores {
   const database = SqliteDatabase.open(options);
   const stateStore = new SqliteStateStore(database);
-  const streamManager = new SqliteStreamManager(database, options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs });
+  const streamOptions: SqliteStreamManagerOptions = {
+    ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
+    ...(options.flushIntervalMs === undefined ? {} : { flushIntervalMs: options.flushIntervalMs }),
+  };
+  const streamManager = new SqliteStreamManager(database, streamOptions);
   return { stateStore, streamManager, usageStore: stateStore, database, close: () => database.close() };
 }

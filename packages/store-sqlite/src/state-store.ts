@@ -1,6 +1,6 @@
 import { AgentError, StateCommitError } from '@helix-agents/sdk';
 import type { AgentErrorInfo, Message, UsageEntry, UsageFilter, UsageRollup, UsageStore } from '@helix-agents/sdk';
-import { beginRunResult, GENESIS_CHECKPOINT, NO_STEPS, orThrow, planBeginRun, planClaimRun, planCommit, planJournalAppend, planRenewLease, planRequestStop, sessionSnapshot } from '@helix-agents/sdk/store';
+import { beginRunResult, GENESIS_CHECKPOINT, NO_STEPS, orThrow, planBeginRun, planClaimRun, planCommit, planDeleteSession, planJournalAppend, planRenewLease, planRequestStop, sessionSnapshot } from '@helix-agents/sdk/store';
 import type {
   BeginRunInput,
   BeginRunPlan,
@@ -32,7 +32,7 @@ import type {
 } from '@helix-agents/sdk/store';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { SqliteDatabase } from './database.js';
-import { deferred, handleOf, immediate } from './database.js';
+import { deferred, handleOf, immediate, joined } from './database.js';
 import { schemaTooNew, SQLITE_RECORD_VERSION } from './migrations.js';
 import { UsageTable } from './usage-store.js';
 
@@ -167,6 +167,7 @@ export class SqliteStateStore implements StateStore, UsageStore {
   readonly #claim: (runId: string, owner: string, leaseMs: number, now: number, takeover: boolean) => ClaimedRun;
   readonly #append: (entry: JournalEntry) => JournalEntry;
   readonly #requestStop: (runId: string, request: StopRequest) => RunRecord | undefined;
+  readonly #deleteSession: (sessionId: string) => boolean;
   readonly #readSession: (sessionId: string) => SessionSnapshot | undefined;
   readonly #readRun: (runId: string) => RunRecord | undefined;
   readonly #readCheckpoint: (sessionId: string, id: number) => Checkpoint | undefined;
@@ -181,7 +182,8 @@ export class SqliteStateStore implements StateStore, UsageStore {
     // Group commit: the commits issued in one tick (concurrent sessions) share one transaction, each in
     // its own savepoint, so that a refused commit rolls back alone while the others share one WAL sync.
     const one = db.transaction((commit: Commit) => this.#doCommit(commit));
-    this.#commitBatch = immediate(db, (commits: readonly Commit[]): Outcome<CommitReceipt>[] => {
+    // Queued stream chunks on this connection (a step's chunks) are written in the same transaction.
+    this.#commitBatch = joined(db, (commits: readonly Commit[]): Outcome<CommitReceipt>[] => {
       if (commits.length === 1) return [{ ok: true, value: this.#doCommit(commits[0]!) }];
       return commits.map((commit) => {
         try {
@@ -195,8 +197,31 @@ export class SqliteStateStore implements StateStore, UsageStore {
     database.onClose(() => this.#flush());
     this.#renew = immediate(db, (runId, epoch, leaseMs, now) => this.#doRenew(runId, epoch, leaseMs, now));
     this.#claim = immediate(db, (runId, owner, leaseMs, now, takeover) => this.#doClaim(runId, owner, leaseMs, now, takeover));
-    this.#append = immediate(db, (entry) => this.#doAppend(entry));
+    this.#append = joined(db, (entry) => this.#doAppend(entry));
     this.#requestStop = immediate(db, (runId, request) => this.#doRequestStop(runId, request));
+    const del = {
+      messages: db.prepare<[number]>('DELETE FROM messages WHERE sid = ?'),
+      commits: db.prepare<[number]>('DELETE FROM commits WHERE sid = ?'),
+      journal: db.prepare<[string]>('DELETE FROM journal WHERE run_id IN (SELECT run_id FROM runs WHERE session_id = ?)'),
+      runs: db.prepare<[string]>('DELETE FROM runs WHERE session_id = ?'),
+      usage: db.prepare<[string]>('DELETE FROM usage WHERE session_id = ?'),
+      session: db.prepare<[number]>('DELETE FROM sessions WHERE sid = ?'),
+    };
+    // One transaction: the session goes with everything it holds, or nothing goes.
+    this.#deleteSession = immediate(db, (sessionId: string) => {
+      const row = q.session.get(sessionId);
+      if (!row) return false;
+      const current = row.current_run_id === null ? undefined : this.#run(row.current_run_id);
+      const refused = planDeleteSession({ sessionId, currentRun: current && { runId: current.runId, status: current.status } });
+      if (refused) throw refused;
+      del.messages.run(row.sid);
+      del.commits.run(row.sid);
+      del.journal.run(sessionId);
+      del.runs.run(sessionId);
+      del.usage.run(sessionId);
+      del.session.run(row.sid);
+      return true;
+    });
     // Reads run in one (deferred) transaction so that they see one snapshot of the database, never part of a commit.
     this.#readSession = deferred(db, (sessionId) => {
       const row = q.session.get(sessionId);
@@ -305,6 +330,11 @@ export class SqliteStateStore implements StateStore, UsageStore {
     this.#flush();
     const match = /^cp_(\d+)$/.exec(checkpointId);
     return match ? this.#readCheckpoint(sessionId, Number(match[1])) : undefined;
+  }
+
+  async deleteSession(sessionId: string): Promise<boolean> {
+    this.#flush();
+    return guard('delete a session', () => this.#deleteSession(sessionId));
   }
 
   async record(entries: readonly UsageEntry[]): Promise<void> {

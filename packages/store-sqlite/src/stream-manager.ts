@@ -2,7 +2,7 @@ import { AgentError, isTerminalChunk } from '@helix-agents/sdk';
 import type { StreamChunk, StreamManager, StreamReadOptions } from '@helix-agents/sdk';
 import type { StreamChunkInput, StreamWriter } from '@helix-agents/sdk/store';
 import type { SqliteDatabase } from './database.js';
-import { deferred, handleOf, immediate } from './database.js';
+import { deferred, handleOf, immediate, joinWrites } from './database.js';
 
 /** Options of {@link SqliteStreamManager}. */
 export interface SqliteStreamManagerOptions {
@@ -11,6 +11,13 @@ export interface SqliteStreamManagerOptions {
    * 20 ms). Chunks written through this manager wake its readers at once.
    */
   readonly pollIntervalMs?: number;
+  /**
+   * How long a queued chunk (the run loop queues every chunk of a step) may wait for the next state
+   * commit on this connection before it is written in a transaction of its own (default 10 ms). The
+   * step commit's transaction writes the chunks queued before it, so a step is one transaction; this
+   * bounds how late a reader sees the chunks of a long step (a slow model call or tool).
+   */
+  readonly flushIntervalMs?: number;
 }
 
 interface ChunkRow {
@@ -27,6 +34,12 @@ interface PendingWrite {
   readonly reject: (error: unknown) => void;
 }
 
+/** What a writer learnt from the writes it queued: that it lost the stream, or that a write failed. */
+interface WriterState {
+  lost: boolean;
+  failure: unknown;
+}
+
 /** How many chunks a reader fetches per query. */
 const PAGE = 500;
 
@@ -34,16 +47,22 @@ const PAGE = 500;
  * The SQLite {@link StreamManager}: chunks in `stream_chunks (stream_id, seq)`, the claim in
  * `stream_owners`. A write checks the claim in the same transaction that appends the chunk, so a
  * superseded writer in any process writes nothing. Writes issued in the same tick are committed
- * together in one transaction, in call order (text deltas are written without waiting). Followers poll
- * for other processes' chunks and are woken at once by this manager's own writes.
+ * together in one transaction, in call order. Queued chunks (`writer.queue`, the run loop's path for a
+ * step's chunks) wait for the next state commit on the same connection and are written in its
+ * transaction (or, after `flushIntervalMs` without one, in their own); readers only ever see chunks
+ * that are stored. Followers poll for other processes' chunks and are woken at once by this manager's
+ * own writes.
  */
 export class SqliteStreamManager implements StreamManager {
   /** The database this manager writes. */
   readonly database: SqliteDatabase;
   readonly #pollIntervalMs: number;
+  readonly #flushIntervalMs: number;
+  #timer: ReturnType<typeof setTimeout> | undefined;
   readonly #claim: (streamId: string, runId: string) => number;
   readonly #writeBatch: (batch: readonly PendingWrite[]) => boolean[];
   readonly #readPage: (streamId: string, fromSeq: number) => { owner: string | undefined; rows: ChunkRow[] };
+  readonly #delete: (streamId: string) => void;
   /** The run that last claimed each stream through this manager (a claim elsewhere is seen on the next write). */
   readonly #claims = new Map<string, string>();
   readonly #waiters = new Map<string, Set<() => void>>();
@@ -53,6 +72,7 @@ export class SqliteStreamManager implements StreamManager {
   constructor(database: SqliteDatabase, options: SqliteStreamManagerOptions = {}) {
     this.database = database;
     this.#pollIntervalMs = Math.max(1, options.pollIntervalMs ?? 20);
+    this.#flushIntervalMs = Math.max(0, options.flushIntervalMs ?? 10);
     const db = handleOf(database);
     const upsertOwner = db
       .prepare<[string, string], number>(
@@ -65,7 +85,7 @@ export class SqliteStreamManager implements StreamManager {
     const setNext = db.prepare<[number, string]>('UPDATE stream_owners SET next_seq = ? WHERE stream_id = ?');
     const page = db.prepare<[string, number, number], ChunkRow>('SELECT seq, run_id, body FROM stream_chunks WHERE stream_id = ? AND seq >= ? ORDER BY seq LIMIT ?');
     this.#claim = immediate(db, (streamId: string, runId: string) => upsertOwner.get(streamId, runId)!);
-    this.#writeBatch = immediate(db, (batch: readonly PendingWrite[]) => {
+    const writeRows = (batch: readonly PendingWrite[]): boolean[] => {
       const streams = new Map<string, { runId: string; next: number; start: number } | null>();
       const results: boolean[] = [];
       for (const write of batch) {
@@ -84,10 +104,32 @@ export class SqliteStreamManager implements StreamManager {
       }
       for (const [streamId, stream] of streams) if (stream && stream.next !== stream.start) setNext.run(stream.next, streamId);
       return results;
+    };
+    this.#writeBatch = immediate(db, writeRows);
+    // The chunks queued so far ride in the next state commit's transaction on this connection.
+    joinWrites(database, {
+      write: () => {
+        if (this.#pending.length === 0) return undefined;
+        const batch = this.#pending;
+        this.#pending = [];
+        this.#clearTimer();
+        const results = writeRows(batch);
+        return (committed) => {
+          if (committed) this.#settle(batch, results);
+          else this.#requeue(batch);
+        };
+      },
     });
     // One snapshot: the owner and the chunks are read together, so "the run lost the stream and every chunk of it was read" is exact.
     this.#readPage = deferred(db, (streamId: string, fromSeq: number) => ({ owner: ownerId.get(streamId), rows: page.all(streamId, fromSeq, PAGE) }));
+    const deleteChunks = db.prepare<[string]>('DELETE FROM stream_chunks WHERE stream_id = ?');
+    const deleteOwner = db.prepare<[string]>('DELETE FROM stream_owners WHERE stream_id = ?');
+    this.#delete = immediate(db, (streamId: string) => {
+      deleteChunks.run(streamId);
+      deleteOwner.run(streamId);
+    });
     database.onClose(() => {
+      this.#clearTimer();
       this.#flush();
       for (const set of this.#waiters.values()) for (const wake of [...set]) wake();
     });
@@ -99,20 +141,49 @@ export class SqliteStreamManager implements StreamManager {
     const startSeq = this.#claim(streamId, runId);
     this.#claims.set(streamId, runId);
     this.#wake(streamId);
-    let lost = false;
+    const state: WriterState = { lost: false, failure: undefined };
     const claims = this.#claims;
+    const owns = (): boolean => !state.lost && claims.get(streamId) === runId;
     return {
       startSeq,
       get owned() {
-        return !lost && claims.get(streamId) === runId;
+        return owns();
       },
       write: async (chunk: StreamChunkInput) => {
-        if (lost || claims.get(streamId) !== runId) return false;
+        if (state.failure !== undefined) throw state.failure;
+        if (!owns()) return false;
         const written = await this.#enqueue(streamId, runId, JSON.stringify(chunk));
-        if (!written) lost = true;
+        if (!written) state.lost = true;
         return written;
       },
+      queue: (chunk: StreamChunkInput) => {
+        if (state.failure !== undefined) throw state.failure;
+        if (!owns()) return;
+        this.#pending.push({
+          streamId,
+          runId,
+          body: JSON.stringify(chunk),
+          resolve: (written) => {
+            if (!written) state.lost = true;
+          },
+          reject: (error) => {
+            state.failure = error;
+          },
+        });
+        this.#timer ??= setTimeout(() => {
+          this.#timer = undefined;
+          this.#flush();
+        }, this.#flushIntervalMs);
+      },
     };
+  }
+
+  async deleteStream(streamId: string): Promise<void> {
+    // What was queued for it goes first (in call order), then the stream: its chunks and its claim.
+    this.#flush();
+    this.#delete(streamId);
+    this.#claims.delete(streamId);
+    this.#wake(streamId);
   }
 
   async *read(streamId: string, options: StreamReadOptions = {}): AsyncIterable<StreamChunk> {
@@ -154,6 +225,7 @@ export class SqliteStreamManager implements StreamManager {
     if (this.#pending.length === 0) return;
     const batch = this.#pending;
     this.#pending = [];
+    this.#clearTimer();
     let results: boolean[];
     try {
       results = this.#writeBatch(batch);
@@ -164,6 +236,26 @@ export class SqliteStreamManager implements StreamManager {
       for (const write of batch) write.reject(failure);
       return;
     }
+    this.#settle(batch, results);
+  }
+
+  /** A joined transaction rolled back: its chunks go back to the front of the queue, to be written on their own. */
+  #requeue(batch: PendingWrite[]): void {
+    this.#pending = batch.concat(this.#pending);
+    this.#timer ??= setTimeout(() => {
+      this.#timer = undefined;
+      this.#flush();
+    }, this.#flushIntervalMs);
+  }
+
+  #clearTimer(): void {
+    if (this.#timer === undefined) return;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** The writes of a batch are stored: their writers learn whether they still owned the stream, readers wake. */
+  #settle(batch: readonly PendingWrite[], results: readonly boolean[]): void {
     const touched = new Set<string>();
     batch.forEach((write, i) => {
       write.resolve(results[i] === true);

@@ -184,6 +184,9 @@ describe('journal order of a side-effecting call', () => {
       const w = await origClaim(s, r);
       const write = w.write.bind(w);
       (w as { write: typeof write }).write = (c) => (order.push(`chunk:${c.type}`), write(c));
+      // The loop queues a step's chunks (queue) rather than awaiting each write: record both paths.
+      const queue = w.queue?.bind(w);
+      if (queue) (w as { queue: typeof queue }).queue = (c) => (order.push(`chunk:${c.type}`), queue(c));
       return w;
     };
     const send = defineTool({ name: 'send', description: 'side effect', inputSchema: z.object({}), sideEffects: true, execute: () => 'sent' });

@@ -90,6 +90,29 @@ export function runStateStoreConformance(options: StateStoreConformanceOptions):
   const { one: withStore, two: withStores } = pairs<StateStore>(options);
 
   describe(`StateStore conformance: ${options.name}`, () => {
+    describe('deleting a session', () => {
+      it('deleteSession refuses while the session\'s run is running, then deletes the session, its runs, journal, checkpoints and usage, and leaves other sessions alone', withStore(async (store) => {
+        await store.beginRun(begin('s1', 'r1'));
+        await store.beginRun(begin('s2', 'r2'));
+        await store.appendJournal(journal('r1', 1, 0, 'k0', { v: 1 }));
+        await store.commit(step('s1', 'r1', 0, { appendMessages: [{ role: 'assistant', content: 'a' }], state: { n: 1 }, checkpoint: 'step' }));
+        const refused = await store.deleteSession('s1').then(() => undefined, (e: unknown) => e);
+        expect(AgentError.isInstance(refused) && refused.code).toBe('session_running');
+        expect((await store.loadSession('s1'))?.messages).toHaveLength(1);
+        await store.commit({ sessionId: 's1', runId: 'r1', epoch: 1, kind: 'terminal', runStatus: 'completed', committedAt: T0 + 9 });
+        expect(await store.deleteSession('s1')).toBe(true);
+        expect(await store.loadSession('s1')).toBeUndefined();
+        expect(await store.getRun('r1')).toBeUndefined();
+        expect(await store.listCheckpoints('s1')).toEqual([]);
+        expect(await store.loadJournal('r1')).toEqual([]);
+        expect(await store.deleteSession('s1')).toBe(false);
+        expect((await store.loadSession('s2'))?.currentRunId).toBe('r2');
+        // The id is free again: a new session starts from scratch.
+        const { session } = await store.beginRun(begin('s1', 'r3'));
+        expect(session).toMatchObject({ sessionId: 's1', messages: [], stepCount: 0 });
+      }));
+    });
+
     describe('commits (K1–K5)', () => {
       it('K1 creates the session with its initial state, records the run as running and the turn as not started', withStore(async (store) => {
         const { session, lease, supersededRunId } = await store.beginRun(begin('s1', 'r1', { startedAt: T0, leaseMs: 1_000, leaseOwner: 'p1' }));

@@ -138,6 +138,36 @@ export function runStreamManagerConformance(options: StreamManagerConformanceOpt
       expect(texts(chunks)).toEqual(Array.from({ length: 50 }, (_, i) => `t${i}`));
     }));
 
+    it('queued chunks (a writer with queue) keep call order with written ones, and a read sees them after the next write', withManager(async (manager) => {
+      const writer = await manager.claim('st', 'r1');
+      if (!writer.queue) return expect(writer.queue).toBeUndefined();
+      writer.queue(delta('st', 'r1', 'q0'));
+      expect(await writer.write(delta('st', 'r1', 'w1'))).toBe(true);
+      writer.queue(delta('st', 'r1', 'q2'));
+      writer.queue(delta('st', 'r1', 'q3'));
+      expect(await writer.write(end('st', 'r1'))).toBe(true);
+      const chunks = await collect(manager, 'st', { follow: false });
+      expect(chunks.map((c) => c.seq)).toEqual([0, 1, 2, 3, 4]);
+      expect(texts(chunks)).toEqual(['q0', 'w1', 'q2', 'q3', 'end']);
+      // A newer claim silences queue() too.
+      await manager.claim('st', 'r2');
+      writer.queue(delta('st', 'r1', 'stale'));
+      expect(await collect(manager, 'st', { follow: false, fromSeq: 5 })).toEqual([]);
+    }));
+
+    it('deleteStream drops the chunks and the claim: the old writer writes nothing, a new claim starts at 0, other streams stay', withManager(async (manager) => {
+      const writer = await manager.claim('st', 'r1');
+      const other = await manager.claim('other', 'r9');
+      await writer.write(delta('st', 'r1', 'a'));
+      await other.write(delta('other', 'r9', 'kept'));
+      await manager.deleteStream('st');
+      expect(await collect(manager, 'st', { follow: false })).toEqual([]);
+      expect(await writer.write(delta('st', 'r1', 'late'))).toBe(false);
+      const next = await manager.claim('st', 'r2');
+      expect(next.startSeq).toBe(0);
+      expect(texts(await collect(manager, 'other', { follow: false }))).toEqual(['kept']);
+    }));
+
     it('streams are independent: offsets count per stream', withManager(async (manager) => {
       const a = await manager.claim('a', 'r1');
       const b = await manager.claim('b', 'r2');

@@ -31,6 +31,7 @@ import {
   planRequestStop,
   sessionSnapshot,
 } from '../store/session-rules.js';
+import { planDeleteSession } from '../store/session-delete.js';
 import type { UsageEntry, UsageFilter, UsageRollup, UsageStore } from '../usage.js';
 import { rollupUsage } from '../usage.js';
 
@@ -43,6 +44,21 @@ interface SessionRow {
   // Append-only: a checkpoint is a prefix length, so a step costs O(rows added), not O(history).
   messages: Message[];
   checkpoints: (CheckpointInfo & { state: unknown })[];
+}
+
+/** What an {@link InMemoryStateStore} keeps of finished work. */
+export interface InMemoryRetention {
+  /**
+   * Keep at most this many checkpoints per session (the newest; default: all). An older checkpoint can
+   * no longer be restored (a rewind to genesis always can).
+   */
+  readonly keepCheckpoints?: number;
+}
+
+/** Options of {@link InMemoryStateStore}. */
+export interface InMemoryStateStoreOptions {
+  /** What to keep of finished work (default: everything until the session is deleted). */
+  readonly retention?: InMemoryRetention;
 }
 
 /**
@@ -58,8 +74,16 @@ export class InMemoryStateStore implements StateStore, UsageStore {
   /** The committed step indexes of each run. */
   readonly #steps = new Map<string, StepSet>();
   readonly #journals = new Map<string, JournalEntry[]>();
-  readonly #usage: UsageEntry[] = [];
+  /** The runs of each session, for deleteSession. */
+  readonly #runsOfSession = new Map<string, string[]>();
+  #usage: UsageEntry[] = [];
   #checkpointSeq = 0;
+  readonly #keepCheckpoints: number;
+
+  constructor(options: InMemoryStateStoreOptions = {}) {
+    const keep = options.retention?.keepCheckpoints;
+    this.#keepCheckpoints = keep === undefined ? Number.POSITIVE_INFINITY : Math.max(0, Math.floor(keep));
+  }
 
   async beginRun(request: BeginRunRequest): Promise<BeginRunResult> {
     const found = this.#sessions.get(request.sessionId);
@@ -92,6 +116,9 @@ export class InMemoryStateStore implements StateStore, UsageStore {
     row.header = plan.session;
     this.#runs.set(plan.run.runId, plan.run);
     this.#steps.set(plan.run.runId, NO_STEPS);
+    const runs = this.#runsOfSession.get(request.sessionId);
+    if (runs) runs.push(plan.run.runId);
+    else this.#runsOfSession.set(request.sessionId, [plan.run.runId]);
     return beginRunResult(plan, snapshot(row));
   }
 
@@ -110,12 +137,15 @@ export class InMemoryStateStore implements StateStore, UsageStore {
       checkpointId = `cp_${++this.#checkpointSeq}`;
       const { sessionId, runId, kind, stepCount, messageCount, createdAt } = plan.checkpoint;
       session.checkpoints.push({ checkpointId, sessionId, runId, kind, stepCount, messageCount, createdAt, state: session.state });
+      if (session.checkpoints.length > this.#keepCheckpoints) session.checkpoints.splice(0, session.checkpoints.length - this.#keepCheckpoints);
     }
     if (commit.usage) for (const entry of commit.usage) this.#usage.push(entry);
     const journal = this.#journals.get(commit.runId);
     if (journal && plan.dropJournal) this.#journals.set(commit.runId, keptJournal(journal, plan.dropJournal).slice());
-    this.#steps.set(commit.runId, plan.run.committedSteps);
-    this.#runs.set(commit.runId, applyRunChange(record!, plan.run, plan.runPatch));
+    const updated = applyRunChange(record!, plan.run, plan.runPatch);
+    // A run that is no longer running accepts no commit: its committed-step set is not needed any more.
+    this.#steps.set(commit.runId, updated.status === 'running' ? plan.run.committedSteps : NO_STEPS);
+    this.#runs.set(commit.runId, updated);
     return { version: plan.session.version, messageCount: plan.session.messageCount, ...(checkpointId === undefined ? {} : { checkpointId }) };
   }
 
@@ -194,6 +224,24 @@ export class InMemoryStateStore implements StateStore, UsageStore {
     const found = row?.checkpoints.find((c) => c.checkpointId === checkpointId);
     if (!row || !found) return undefined;
     return { ...found, messages: row.messages.slice(0, found.messageCount) };
+  }
+
+  async deleteSession(sessionId: string): Promise<boolean> {
+    const row = this.#sessions.get(sessionId);
+    if (!row) return false;
+    const currentRunId = row.header.currentRunId;
+    const current = currentRunId === undefined ? undefined : this.#runs.get(currentRunId);
+    const refused = planDeleteSession({ sessionId, currentRun: current && { runId: current.runId, status: current.status } });
+    if (refused) throw refused;
+    this.#sessions.delete(sessionId);
+    for (const runId of this.#runsOfSession.get(sessionId) ?? []) {
+      this.#runs.delete(runId);
+      this.#steps.delete(runId);
+      this.#journals.delete(runId);
+    }
+    this.#runsOfSession.delete(sessionId);
+    if (this.#usage.some((e) => e.sessionId === sessionId)) this.#usage = this.#usage.filter((e) => e.sessionId !== sessionId);
+    return true;
   }
 
   async record(entries: readonly UsageEntry[]): Promise<void> {

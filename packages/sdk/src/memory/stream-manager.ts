@@ -5,6 +5,8 @@ interface StreamRow {
   chunks: StreamChunk[];
   owner: string | undefined;
   waiters: (() => void)[];
+  /** The stream was deleted: following readers end. */
+  deleted?: boolean;
 }
 
 /**
@@ -39,6 +41,13 @@ export class InMemoryStreamManager implements StreamManager {
         wake(row);
         return true;
       },
+      // The loop's path: the chunk is stored as it is (its object is the writer's from now on), no copy, no promise.
+      queue: (chunk: StreamChunkInput) => {
+        if (row.owner !== runId) return;
+        (chunk as { seq?: number }).seq = row.chunks.length;
+        row.chunks.push(chunk as StreamChunk);
+        wake(row);
+      },
     };
   }
 
@@ -54,7 +63,7 @@ export class InMemoryStreamManager implements StreamManager {
         yield chunk;
         if (runId !== undefined && isTerminalChunk(chunk)) return;
       }
-      if (!follow || options.signal?.aborted) return;
+      if (!follow || options.signal?.aborted || row.deleted) return;
       // The run lost the stream to a newer run and we have read all it wrote: nothing more will come.
       if (runId !== undefined && row.owner !== runId) return;
       await new Promise<void>((resolve) => {
@@ -66,6 +75,16 @@ export class InMemoryStreamManager implements StreamManager {
         });
       });
     }
+  }
+
+  async deleteStream(streamId: string): Promise<void> {
+    const row = this.#streams.get(streamId);
+    if (!row) return;
+    this.#streams.delete(streamId);
+    // The old row's writers and readers see an ended stream: no owner, nothing more to come.
+    row.owner = undefined;
+    row.deleted = true;
+    wake(row);
   }
 
   /** Every chunk of a stream so far (a copy), for tests and inspection. */

@@ -360,6 +360,19 @@ export class JSAgentExecutor implements AgentRuntime {
   }
 
   /**
+   * Deletes a session: its records in the state store (runs, journals, checkpoints, messages, usage)
+   * and its stream. Refuses with an AgentError `session_running` (deleting nothing) while a run of the
+   * session is running; stop it first. Resolves true when the session existed. Sub-agent sessions are
+   * sessions of their own: delete them by their ids.
+   */
+  async deleteSession(sessionId: string): Promise<boolean> {
+    const id = checkSessionId(sessionId);
+    const deleted = await this.stateStore.deleteSession(id);
+    await this.streamManager.deleteStream(id);
+    return deleted;
+  }
+
+  /**
    * Signs a decision on a pending call (HMAC-SHA256 over session, run, call, decision and, for an approval,
    * the final input: the edited input, or the request's arguments); needs `approvalSecret`. `runId` is the
    * suspended run that asked (the request chunk's `runId`). The stream never carries a signature: call this

@@ -18,6 +18,9 @@ export const RUN_OWNER = 'run';
 /** The owner of a step's writes made before any tool runs (beforeLLMCall, afterLLMCall, the reply's onMessage). */
 export const STEP_OWNER = 'step';
 
+/** The chunk types that end a run's part of the stream: written and waited for, never queued. */
+const TERMINAL_TYPES: ReadonlySet<string> = new Set(['end', 'error', 'suspended']);
+
 /** A write scope for a tool call (its writes are kept on a stop only if its result is recorded). */
 export function callScope(callId: string): WriteScope {
   return { owner: `call:${callId}`, changes: [], callId };
@@ -211,16 +214,32 @@ export class Run implements HookHost {
     return { streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() };
   }
 
-  /** Writes a chunk and waits for it. */
+  /**
+   * Writes a chunk. A terminal chunk is written and waited for; any other is queued when the writer can
+   * queue (a durable store then writes it with the step's commit), else written and waited for.
+   */
   async emit(chunk: StreamChunkInput): Promise<void> {
-    await this.setup.writer.write(chunk);
+    const writer = this.setup.writer;
+    if (writer.queue !== undefined && !TERMINAL_TYPES.has(chunk.type)) writer.queue(chunk);
+    else await writer.write(chunk);
   }
 
   /** Writes a chunk without waiting (writers apply writes in call order); a failure is logged. */
   emitNoWait(chunk: StreamChunkInput): void {
-    this.setup.writer.write(chunk).catch((error: unknown) => {
-      this.setup.logger.error(`stream write failed: ${error instanceof Error ? error.message : String(error)}`, { runId: this.setup.runId });
-    });
+    const writer = this.setup.writer;
+    if (writer.queue !== undefined) {
+      try {
+        writer.queue(chunk);
+      } catch (error) {
+        this.#logWriteFailure(error);
+      }
+      return;
+    }
+    writer.write(chunk).catch((error: unknown) => this.#logWriteFailure(error));
+  }
+
+  #logWriteFailure(error: unknown): void {
+    this.setup.logger.error(`stream write failed: ${error instanceof Error ? error.message : String(error)}`, { runId: this.setup.runId });
   }
 
   durationMs(): number {

@@ -5,6 +5,7 @@
  */
 export * from '../store.js';
 export * from './session-rules.js';
+export * from './session-delete.js';
 
 // The writer side of the stream port, for stream-manager implementers.
 export type { StreamChunkInput, StreamWriter } from '../stream.js';

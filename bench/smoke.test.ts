@@ -1,0 +1,37 @@
+// The benches' workloads, run once each with few steps and NOT timed: they keep working, and what is
+// deterministic about them (transactions per step on SQLite) holds.
+import { describe, expect, it } from 'vitest';
+import { bareConcurrent, bareRun, generateTextRun, helixBench, memoryStores, rawSqliteCommits, sqliteStores } from './workloads.js';
+
+describe('bench smoke (untimed)', () => {
+  it('the bare loop, helix in memory (each hook set, concurrent runs) and generateText complete their steps', async () => {
+    expect(await bareRun(5)).toBeGreaterThanOrEqual(0);
+    expect(await bareConcurrent(3, 4)).toBeGreaterThanOrEqual(0);
+    for (const hooks of ['none', 'observer', 'every-point'] as const) expect(await helixBench(memoryStores(), 5, { hooks }).run()).toBeGreaterThanOrEqual(0);
+    expect(await helixBench(memoryStores(), 4).concurrent(3)).toBeGreaterThanOrEqual(0);
+    expect(await helixBench(memoryStores(), 5, { aiSdkAdapter: true }).run()).toBeGreaterThanOrEqual(0);
+    expect(await generateTextRun(5)).toBeGreaterThanOrEqual(0);
+  });
+
+  it('helix on SQLite: each further step of a run is exactly one write transaction (NORMAL and FULL), beside a working raw-commit floor', async () => {
+    for (const synchronous of ['NORMAL', 'FULL'] as const) {
+      // A long flush interval: only commits write queued chunks, so the count is exact.
+      const stores = sqliteStores(synchronous, 60_000);
+      const raw = rawSqliteCommits(synchronous);
+      try {
+        const count = async (steps: number): Promise<number> => {
+          const before = stores.sqlite.database.writeTransactions;
+          await helixBench(stores, steps).run();
+          return stores.sqlite.database.writeTransactions - before;
+        };
+        const short = await count(3);
+        const long = await count(13);
+        expect((long - short) / 10).toBe(1);
+        expect(raw.commits(5)).toBeGreaterThanOrEqual(0);
+      } finally {
+        raw.close();
+        stores.close();
+      }
+    }
+  });
+});

@@ -1,0 +1,255 @@
+// The workloads the benches time (bench/loop.ts, bench/store.ts) and the smoke test runs untimed
+// (bench/smoke.test.ts): a bare hand-written tool loop, helix on each store, the AI SDK's own tool loop,
+// and a raw one-row commit on SQLite as the durable floor. Each returns its wall time in ms.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { generateText, stepCountIs, tool } from 'ai';
+import { z } from 'zod';
+import { VercelAIAdapter } from '@helix-agents/llm-vercel';
+import {
+  defineAgent,
+  defineTool,
+  HOOK_POINTS,
+  InMemoryStateStore,
+  InMemoryStreamManager,
+  JSAgentExecutor,
+  silentLogger,
+  type AgentHooks,
+  type HookPoint,
+  type LLMAdapter,
+  type LLMStepRequest,
+  type StepResult,
+  type StateStore,
+  type StreamManager,
+  type UsageStore,
+} from '@helix-agents/sdk';
+import { createScriptedModel, type ScriptedStepObject } from '@helix-agents/sdk/testing';
+import { openSqliteStores, type SqliteStores } from '@helix-agents/store-sqlite';
+
+/** Which hooks a helix run has: none, one observer (before/after model and tool), or a no-op on every point. */
+export type HookSet = 'none' | 'observer' | 'every-point';
+
+const usage = { promptTokens: 10, completionTokens: 2, totalTokens: 12 };
+const callAdd = (n: number): StepResult => ({ ok: true, text: '', toolCalls: [{ id: `c${n}`, name: 'add', arguments: { a: n, b: 1 } }], finishReason: 'tool-calls', usage, model: 'bench' });
+const answer: StepResult = { ok: true, text: 'done', toolCalls: [], finishReason: 'stop', usage, model: 'bench' };
+
+/**
+ * A zero-latency model as an {@link LLMAdapter}: it calls `add` until the conversation holds `steps - 1`
+ * tool results, then answers. It answers at once (no stream, no provider), so what a run costs is the
+ * framework's own work.
+ */
+export class ZeroLatencyAdapter implements LLMAdapter {
+  readonly #steps: number;
+  constructor(steps: number) {
+    this.#steps = steps;
+  }
+  async generateStep(request: LLMStepRequest): Promise<StepResult> {
+    // One user row, then an assistant row and a tool row per step.
+    const step = (request.messages.length - 1) / 2;
+    return step >= this.#steps - 1 ? answer : callAdd(step);
+  }
+}
+
+/** The agent every helix variant runs: one `add` tool without side effects. */
+function benchAgent(steps: number) {
+  const add = defineTool({ name: 'add', description: 'adds two numbers', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
+  // The adapter answers; this model is only the agent's declared model.
+  return defineAgent({ name: 'bench', llmConfig: { model: createScriptedModel([{ text: 'unused' }]) }, tools: [add], maxSteps: steps + 1 });
+}
+
+/** The observer: one handler before and after the model call and the tool call. */
+export function observerHooks(): AgentHooks {
+  const seen = { count: 0 };
+  const note = (): void => {
+    seen.count++;
+  };
+  return { beforeLLMCall: note, afterLLMCall: note, beforeTool: note, afterTool: note };
+}
+
+/** A no-op handler on every hook point. */
+export function everyPointHooks(): AgentHooks {
+  const hooks: Record<string, () => void> = {};
+  for (const point of HOOK_POINTS) hooks[point as HookPoint] = () => {};
+  return hooks as AgentHooks;
+}
+
+function hooksOf(set: HookSet): AgentHooks | undefined {
+  return set === 'none' ? undefined : set === 'observer' ? observerHooks() : everyPointHooks();
+}
+
+/** The stores a helix executor runs on. */
+export interface BenchStores {
+  readonly stateStore: StateStore;
+  readonly streamManager: StreamManager;
+  readonly usageStore?: UsageStore;
+  close(): void;
+}
+
+/** Fresh in-memory stores. */
+export function memoryStores(): BenchStores {
+  return { stateStore: new InMemoryStateStore(), streamManager: new InMemoryStreamManager(), close: () => {} };
+}
+
+/** SQLite stores on a fresh file in a temporary folder (removed on close). */
+export function sqliteStores(synchronous: 'NORMAL' | 'FULL', flushIntervalMs?: number): BenchStores & { readonly sqlite: SqliteStores } {
+  const dir = mkdtempSync(join(tmpdir(), 'helix-bench-'));
+  const sqlite = openSqliteStores({ path: join(dir, 'helix.db'), synchronous, ...(flushIntervalMs === undefined ? {} : { flushIntervalMs }) });
+  return {
+    sqlite,
+    stateStore: sqlite.stateStore,
+    streamManager: sqlite.streamManager,
+    usageStore: sqlite.usageStore,
+    close() {
+      sqlite.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A helix executor on `stores` with the zero-latency adapter (or, with `aiSdkAdapter`, the AI SDK adapter on a scripted model). */
+export function helixBench(stores: BenchStores, steps: number, options: { hooks?: HookSet; aiSdkAdapter?: boolean } = {}) {
+  const adapter = options.aiSdkAdapter ? new VercelAIAdapter() : new ZeroLatencyAdapter(steps);
+  const executor = new JSAgentExecutor(stores.stateStore, stores.streamManager, adapter, { logger: silentLogger });
+  const agent = options.aiSdkAdapter
+    ? defineAgent({ ...benchAgent(steps), llmConfig: { model: scriptedAddModel(steps) } })
+    : benchAgent(steps);
+  const hooks = hooksOf(options.hooks ?? 'observer');
+  /** One run of `steps` steps; returns its wall time in ms. */
+  async function run(): Promise<number> {
+    const started = performance.now();
+    const handle = await executor.execute(agent, 'go', { ...(hooks ? { hooks } : {}), ...(stores.usageStore ? { usageStore: stores.usageStore } : {}) });
+    const result = await handle.result();
+    const elapsed = performance.now() - started;
+    if (result.status !== 'completed' || result.stepCount !== steps) throw new Error(`helix run ended ${result.status} after ${result.stepCount} steps`);
+    return elapsed;
+  }
+  /** `runs` runs at once; returns the wall time of all of them in ms. */
+  async function concurrent(runs: number): Promise<number> {
+    const started = performance.now();
+    await Promise.all(Array.from({ length: runs }, () => run()));
+    return performance.now() - started;
+  }
+  return { executor, agent, run, concurrent };
+}
+
+/** The AI SDK scripted model behind both the AI SDK adapter variant and generateText: `add` steps-1 times, then an answer. */
+function scriptedAddModel(steps: number) {
+  const call: ScriptedStepObject = { toolCalls: [{ name: 'add', args: { a: 1, b: 1 } }], usage: { inputTokens: 10, outputTokens: 2 } };
+  const done: ScriptedStepObject = { text: 'done', usage: { inputTokens: 10, outputTokens: 1 } };
+  return createScriptedModel([(_options, callIndex) => (callIndex % steps === steps - 1 ? done : call)], { loop: true, recordCalls: false });
+}
+
+/** The AI SDK's own tool loop (generateText with tools and stopWhen) on a zero-latency scripted model; returns ms. */
+export async function generateTextRun(steps: number): Promise<number> {
+  const model = scriptedAddModel(steps);
+  const started = performance.now();
+  const result = await generateText({
+    model,
+    prompt: 'go',
+    tools: { add: tool({ description: 'adds two numbers', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: async ({ a, b }) => a + b }) },
+    stopWhen: stepCountIs(steps),
+  });
+  const elapsed = performance.now() - started;
+  if (result.steps.length !== steps) throw new Error(`generateText ran ${result.steps.length} steps`);
+  return elapsed;
+}
+
+interface BareMessage {
+  readonly role: string;
+  readonly content: unknown;
+}
+
+/**
+ * The floor: a hand-written tool loop doing the same work with nothing around it. An async model call
+ * (the same replies as {@link ZeroLatencyAdapter}), the observer before and after the model and the
+ * tool, the tool's input checked by its zod schema, the tool call awaited, the rows appended.
+ */
+export async function bareRun(steps: number): Promise<number> {
+  const adapter = new ZeroLatencyAdapter(steps);
+  const schema = z.object({ a: z.number(), b: z.number() });
+  const execute = async ({ a, b }: { a: number; b: number }): Promise<number> => a + b;
+  let seen = 0;
+  const observe = (): void => {
+    seen++;
+  };
+  const controller = new AbortController();
+  const started = performance.now();
+  const messages: BareMessage[] = [{ role: 'user', content: 'go' }];
+  for (let step = 0; step < steps; step++) {
+    observe();
+    const reply = await adapter.generateStep({ model: undefined as never, systemPrompt: undefined, messages: messages as never, tools: [], modelParameters: {}, abortSignal: controller.signal });
+    observe();
+    if (!reply.ok) throw new Error('bare loop: the model failed');
+    messages.push({ role: 'assistant', content: reply.toolCalls.length > 0 ? reply.toolCalls : reply.text });
+    for (const call of reply.toolCalls) {
+      observe();
+      const output = await execute(schema.parse(call.arguments));
+      observe();
+      messages.push({ role: 'tool', content: { callId: call.id, output } });
+    }
+  }
+  const elapsed = performance.now() - started;
+  if (seen === 0 || messages.length !== steps * 2) throw new Error(`bare loop ended with ${messages.length} rows`);
+  return elapsed;
+}
+
+/** `runs` bare loops at once; returns ms. */
+export async function bareConcurrent(runs: number, steps: number): Promise<number> {
+  const started = performance.now();
+  await Promise.all(Array.from({ length: runs }, () => bareRun(steps)));
+  return performance.now() - started;
+}
+
+/** The durable floor: one 1 KB row per transaction on a fresh SQLite file with the given `synchronous`. */
+export function rawSqliteCommits(synchronous: 'NORMAL' | 'FULL') {
+  const dir = mkdtempSync(join(tmpdir(), 'helix-bench-raw-'));
+  const db = new BetterSqlite3(join(dir, 'raw.db'));
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${synchronous}`);
+  db.exec('CREATE TABLE bench_rows (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
+  const insert = db.prepare('INSERT INTO bench_rows (body) VALUES (?)');
+  const body = 'r'.repeat(1024);
+  return {
+    /** `count` one-row transactions; returns ms. */
+    commits(count: number): number {
+      const started = performance.now();
+      for (let i = 0; i < count; i++) insert.run(body);
+      return performance.now() - started;
+    },
+    close(): void {
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Retained heap after `runs` runs of `steps` steps on fresh in-memory stores, with each session deleted
+ * after its run (or kept, with `keep`). Needs `--expose-gc`. Returns the heap growth in MB after a full
+ * collection, against the heap after one warm-up run.
+ */
+function benchAgentFor(bench: { readonly agent: ReturnType<typeof benchAgent> }) {
+  return bench.agent;
+}
+
+export async function retainedHeapMb(runs: number, steps: number, keep: boolean): Promise<number> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with --expose-gc');
+  const stores = memoryStores();
+  const bench = helixBench(stores, steps);
+  const once = async (i: number): Promise<void> => {
+    const handle = await bench.executor.execute(benchAgentFor(bench), 'go', { sessionId: `heap-${i}` });
+    await handle.result();
+    if (!keep) await bench.executor.deleteSession(`heap-${i}`);
+  };
+  await once(-1);
+  gc();
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  for (let i = 0; i < runs; i++) await once(i);
+  gc();
+  gc();
+  return (process.memoryUsage().heapUsed - before) / (1024 * 1024);
+}

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { VercelAIAdapter } from '@helix-agents/llm-vercel';
+import { AgentError, defineAgent, defineTool, InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, silentLogger } from '../index.js';
+import { createGate, createScriptedModel } from '../testing/index.js';
+
+function adder(steps: number) {
+  const add = defineTool({ name: 'add', description: 'adds', inputSchema: z.object({ a: z.number() }), execute: ({ a }) => a + 1 });
+  const call = { toolCalls: [{ name: 'add', args: { a: 1 } }], usage: { inputTokens: 10, outputTokens: 2 } };
+  return defineAgent({ name: 'adder', llmConfig: { model: createScriptedModel([...Array.from({ length: steps - 1 }, () => call), { text: 'done', usage: { inputTokens: 10, outputTokens: 1 } }]) }, tools: [add], maxSteps: steps + 1 });
+}
+
+describe('retention: deleting sessions and keeping fewer checkpoints', () => {
+  it('JSAgentExecutor.deleteSession removes a finished session from the state store and its stream; the id can be used again', async () => {
+    const stateStore = new InMemoryStateStore();
+    const streams = new InMemoryStreamManager();
+    const executor = new JSAgentExecutor(stateStore, streams, new VercelAIAdapter(), { logger: silentLogger });
+    const handle = await executor.execute(adder(3), 'go', { sessionId: 'kept-not', usageStore: stateStore });
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+    expect(streams.chunks('kept-not').length).toBeGreaterThan(5);
+    expect((await stateStore.getRollup({ sessionId: 'kept-not' })).tokens.total).toBeGreaterThan(0);
+    expect(await executor.deleteSession('kept-not')).toBe(true);
+    expect(await executor.getSession('kept-not')).toBeUndefined();
+    expect(await executor.getRun(result.runId)).toBeUndefined();
+    expect(streams.chunks('kept-not')).toEqual([]);
+    expect((await stateStore.getRollup({ sessionId: 'kept-not' })).tokens.total).toBe(0);
+    expect(await executor.deleteSession('kept-not')).toBe(false);
+    const again = await (await executor.execute(adder(2), 'again', { sessionId: 'kept-not' })).result();
+    expect(again.status).toBe('completed');
+    expect(streams.chunks('kept-not')[0]).toMatchObject({ seq: 0, type: 'run_started' });
+  });
+
+  it('deleteSession refuses (session_running) while the run is running and deletes nothing', async () => {
+    const gate = createGate();
+    const started = createGate();
+    const slow = defineTool({ name: 'slow', description: 'waits', inputSchema: z.object({}), execute: async () => (started.open(), await gate.opened, 'ok') });
+    const agent = defineAgent({ name: 'slow', llmConfig: { model: createScriptedModel([{ toolCalls: [{ name: 'slow', args: {} }] }, { text: 'done' }]) }, tools: [slow], maxSteps: 3 });
+    const streams = new InMemoryStreamManager();
+    const executor = new JSAgentExecutor(new InMemoryStateStore(), streams, new VercelAIAdapter(), { logger: silentLogger });
+    const handle = await executor.execute(agent, 'go', { sessionId: 'busy' });
+    await started.opened;
+    const refused = await executor.deleteSession('busy').then(() => undefined, (e: unknown) => e);
+    expect(AgentError.isInstance(refused) && refused.info).toMatchObject({ code: 'session_running', retryable: true });
+    expect(await executor.getSession('busy')).toBeDefined();
+    gate.open();
+    expect((await handle.result()).status).toBe('completed');
+    expect(await executor.deleteSession('busy')).toBe(true);
+  });
+
+  it('retention.keepCheckpoints keeps only the newest checkpoints of a session', async () => {
+    const stateStore = new InMemoryStateStore({ retention: { keepCheckpoints: 2 } });
+    const executor = new JSAgentExecutor(stateStore, new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger });
+    const result = await (await executor.execute(adder(6), 'go', { sessionId: 'cp' })).result();
+    const checkpoints = await executor.listCheckpoints('cp');
+    expect(checkpoints).toHaveLength(2);
+    // The newest ones: the last is the run's final checkpoint.
+    expect(checkpoints.at(-1)!.stepCount).toBe(result.stepCount);
+    expect(checkpoints[0]!.stepCount).toBeLessThanOrEqual(checkpoints[1]!.stepCount);
+  });
+
+  it('after 200 runs whose sessions are deleted, the stores answer for none of them', async () => {
+    const stateStore = new InMemoryStateStore();
+    const streams = new InMemoryStreamManager();
+    const executor = new JSAgentExecutor(stateStore, streams, new VercelAIAdapter(), { logger: silentLogger });
+    const runIds: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      const r = await (await executor.execute(adder(2), 'go', { sessionId: `s${i}`, usageStore: stateStore })).result();
+      runIds.push(r.runId);
+      await executor.deleteSession(`s${i}`);
+    }
+    for (let i = 0; i < 200; i += 37) {
+      expect(await stateStore.loadSession(`s${i}`)).toBeUndefined();
+      expect(await stateStore.getRun(runIds[i]!)).toBeUndefined();
+      expect(streams.chunks(`s${i}`)).toEqual([]);
+    }
+    expect((await stateStore.getRollup({})).tokens.total).toBe(0);
+  });
+});

@@ -1,0 +1,74 @@
+// A step on Postgres: its chunks travel beside its commit (no round trip of their own), and the
+// stream still holds every chunk of every step, in order, once the commit resolved.
+import { defineAgent, defineTool, JSAgentExecutor, silentLogger } from '@helix-agents/sdk';
+import type { LLMAdapter, LLMStepRequest, StepResult } from '@helix-agents/sdk';
+import { createScriptedModel } from '@helix-agents/sdk/testing';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { useTestPostgres } from './__tests__/cluster.js';
+
+const cluster = useTestPostgres();
+
+/** Calls `add` until the conversation has `steps - 1` tool results, then answers. */
+class AddModel implements LLMAdapter {
+  constructor(readonly steps: number) {}
+  async generateStep(request: LLMStepRequest): Promise<StepResult> {
+    const step = (request.messages.length - 1) / 2;
+    if (step >= this.steps - 1) return { ok: true, text: 'done', toolCalls: [], finishReason: 'stop', model: 'm' };
+    return { ok: true, text: '', toolCalls: [{ id: `c${step}`, name: 'add', arguments: { a: step, b: 1 } }], finishReason: 'tool-calls', model: 'm' };
+  }
+}
+
+function agentOf(steps: number) {
+  const add = defineTool({ name: 'add', description: 'adds', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
+  return defineAgent({ name: 'adder', llmConfig: { model: createScriptedModel([{ text: 'unused' }]) }, tools: [add], maxSteps: steps + 1 });
+}
+
+describe('Postgres: a step\'s chunks go beside its commit', () => {
+  it('each further step adds two statements sent together (the commit and one append of its chunks), and the stream holds every chunk in order', async () => {
+    const stores = await cluster.open();
+    try {
+      let statements = 0;
+      let inFlight = 0;
+      let overlapped = 0;
+      const query = stores.pool.query.bind(stores.pool) as (...args: unknown[]) => Promise<unknown>;
+      (stores.pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (...args: unknown[]) => {
+        statements++;
+        if (inFlight > 0) overlapped++;
+        inFlight++;
+        try {
+          return await query(...args);
+        } finally {
+          inFlight--;
+        }
+      };
+      const runOf = async (steps: number) => {
+        const before = statements;
+        const beforeOverlap = overlapped;
+        const executor = new JSAgentExecutor(stores.stateStore, stores.streamManager, new AddModel(steps), { logger: silentLogger });
+        const handle = await executor.execute(agentOf(steps), 'go', { usageStore: stores.usageStore });
+        const result = await handle.result();
+        expect(result.status).toBe('completed');
+        return { statements: statements - before, overlapped: overlapped - beforeOverlap, sessionId: result.sessionId };
+      };
+      const short = await runOf(3);
+      const long = await runOf(13);
+      // Leases are renewed on a timer (not per step), so only per-step statements differ.
+      expect((long.statements - short.statements) / 10).toBe(2);
+      // The append goes out while the commit is in flight: one round trip of latency per step.
+      expect(long.overlapped - short.overlapped).toBeGreaterThanOrEqual(10);
+      const types: string[] = [];
+      const seqs: number[] = [];
+      for await (const chunk of stores.streamManager.read(long.sessionId, { follow: false })) {
+        types.push(chunk.type);
+        seqs.push(chunk.seq);
+      }
+      expect(seqs).toEqual(seqs.map((_, i) => i));
+      expect(types.filter((t) => t === 'step_start')).toHaveLength(13);
+      expect(types.filter((t) => t === 'tool_end')).toHaveLength(12);
+      expect(types.at(-1)).toBe('end');
+    } finally {
+      await stores.close();
+    }
+  }, 120_000);
+});
