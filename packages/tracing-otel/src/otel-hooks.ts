@@ -763,6 +763,13 @@ export function createOtelHooks(options: OtelHooksOptions = {}): OtelTracing {
               return target.write(chunk);
             };
           }
+          // The loop queues most chunks (a durable store writes them with the step's commit): observed the same way.
+          if (property === 'queue' && target.queue !== undefined) {
+            return (chunk: StreamChunkInput) => {
+              observeChunk(chunk);
+              target.queue?.(chunk);
+            };
+          }
           const value: unknown = Reflect.get(target, property);
           return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
         },

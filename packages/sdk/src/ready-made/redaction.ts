@@ -3,7 +3,7 @@ import { guard } from '../hooks/manager.js';
 import type { AgentHooks, AfterToolPayload, AfterToolResult, BeforeLLMCallPayload, BeforeLLMCallResult, HookContext } from '../hooks/types.js';
 import type { Message } from '../messages.js';
 import type { StateStore } from '../store.js';
-import type { StreamManager, StreamWriter } from '../stream.js';
+import type { StreamChunkInput, StreamManager, StreamWriter } from '../stream.js';
 
 /** One thing to redact: what it is (reported in counts) and how to find it. */
 export interface RedactionPattern {
@@ -352,6 +352,8 @@ export function createRedactingStores<S extends StateStore, M extends StreamMana
       return writer.owned;
     },
     write: (chunk) => writer.write(redactor.redactValue(chunk).value),
+    // Queued chunks are redacted as written ones are; a writer without queue() keeps none.
+    ...(writer.queue === undefined ? {} : { queue: (chunk: StreamChunkInput) => writer.queue?.(redactor.redactValue(chunk).value) }),
   });
   const streamManager = new Proxy(stores.streamManager, {
     get(target, prop, receiver) {
