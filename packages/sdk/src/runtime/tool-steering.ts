@@ -19,28 +19,28 @@ import { errorResult, stoppedResult, type ToolOutcome } from './tool-calls.js';
  */
 export async function recordResult(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): Promise<RecordedResult> {
   // C16 with rewriteBeforeOnMessage: the afterTool chain first, so onMessage sees the rewritten row.
-  if (run.setup.reconcile?.rewriteBeforeOnMessage === true) return rewriteThenRecord(run, payload, row, scope);
+  if (run.setup.reconcile?.rewriteBeforeOnMessage === true) {
+    const recorded = await rewrittenRow(run, payload, row, scope);
+    await run.appendMessage(recorded.message, scope);
+    return recorded;
+  }
   const messageIndex = await run.appendMessage(row, scope);
-  const rewritten = await afterToolChain(run, payload, scope);
-  let message = rewritten ? { ...row, content: rewritten.result ?? null } : row;
-  // The limit applies to the row as it is about to be stored, so an afterTool hook (offloading) can shrink it first.
-  const max = run.setup.limits.maxToolResultChars;
-  const size = jsonLongerThan(message.content, max);
-  const tooLarge = size === undefined ? undefined : toolResultTooLarge(payload.tool.name, size, max);
-  if (tooLarge) message = errorResult(payload.toolCall, tooLarge.info);
-  if (message !== row) run.work.replace(messageIndex, message);
-  return { message, ...(rewritten ? { rewritten } : {}), ...(tooLarge ? { tooLarge } : {}) };
+  const recorded = await rewrittenRow(run, payload, row, scope);
+  if (recorded.message !== row) run.work.replace(messageIndex, recorded.message);
+  return recorded;
 }
 
-/** recordResult under `rewriteBeforeOnMessage` (C16): afterTool rewrites, then the row (as rewritten, or the size error) is appended and fires onMessage. */
-async function rewriteThenRecord(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): Promise<RecordedResult> {
+/**
+ * The afterTool chain's rewrite of `row`, then the size limit, which applies to the row as it is about to be
+ * stored (so an afterTool hook that offloads can shrink it first): the row as rewritten, or the size error.
+ */
+async function rewrittenRow(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): Promise<RecordedResult> {
   const rewritten = await afterToolChain(run, payload, scope);
   let message = rewritten ? { ...row, content: rewritten.result ?? null } : row;
   const max = run.setup.limits.maxToolResultChars;
   const size = jsonLongerThan(message.content, max);
   const tooLarge = size === undefined ? undefined : toolResultTooLarge(payload.tool.name, size, max);
   if (tooLarge) message = errorResult(payload.toolCall, tooLarge.info);
-  await run.appendMessage(message, scope);
   return { message, ...(rewritten ? { rewritten } : {}), ...(tooLarge ? { tooLarge } : {}) };
 }
 
