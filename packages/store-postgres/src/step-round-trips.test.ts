@@ -1,28 +1,12 @@
 // A step on Postgres: its chunks travel beside its commit (no round trip of their own), and the
 // stream still holds every chunk of every step, in order, once the commit resolved.
-import { defineAgent, defineTool, JSAgentExecutor, silentLogger } from '@helix-agents/sdk';
-import type { LLMAdapter, LLMStepRequest, StepResult } from '@helix-agents/sdk';
-import { createScriptedModel } from '@helix-agents/sdk/testing';
+import { JSAgentExecutor, silentLogger } from '@helix-agents/sdk';
+import { createAddLoop } from '@helix-agents/sdk/testing';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { useTestPostgres } from './__tests__/cluster.js';
 
 const cluster = useTestPostgres();
 
-/** Calls `add` until the conversation has `steps - 1` tool results, then answers. */
-class AddModel implements LLMAdapter {
-  constructor(readonly steps: number) {}
-  async generateStep(request: LLMStepRequest): Promise<StepResult> {
-    const step = (request.messages.length - 1) / 2;
-    if (step >= this.steps - 1) return { ok: true, text: 'done', toolCalls: [], finishReason: 'stop', model: 'm' };
-    return { ok: true, text: '', toolCalls: [{ id: `c${step}`, name: 'add', arguments: { a: step, b: 1 } }], finishReason: 'tool-calls', model: 'm' };
-  }
-}
-
-function agentOf(steps: number) {
-  const add = defineTool({ name: 'add', description: 'adds', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
-  return defineAgent({ name: 'adder', llmConfig: { model: createScriptedModel([{ text: 'unused' }]) }, tools: [add], maxSteps: steps + 1 });
-}
 
 describe('Postgres: a step\'s chunks go beside its commit', () => {
   it('each further step adds two statements sent together (the commit and one append of its chunks), and the stream holds every chunk in order', async () => {
@@ -45,8 +29,8 @@ describe('Postgres: a step\'s chunks go beside its commit', () => {
       const runOf = async (steps: number) => {
         const before = statements;
         const beforeOverlap = overlapped;
-        const executor = new JSAgentExecutor(stores.stateStore, stores.streamManager, new AddModel(steps), { logger: silentLogger });
-        const handle = await executor.execute(agentOf(steps), 'go', { usageStore: stores.usageStore });
+        const executor = new JSAgentExecutor(stores.stateStore, stores.streamManager, createAddLoop(steps).adapter, { logger: silentLogger });
+        const handle = await executor.execute(createAddLoop(steps).agent, 'go', { usageStore: stores.usageStore });
         const result = await handle.result();
         expect(result.status).toBe('completed');
         return { statements: statements - before, overlapped: overlapped - beforeOverlap, sessionId: result.sessionId };

@@ -1,29 +1,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defineAgent, defineTool, JSAgentExecutor, silentLogger } from '@helix-agents/sdk';
-import type { LLMAdapter, LLMStepRequest, StepResult, StreamChunk } from '@helix-agents/sdk';
+import { JSAgentExecutor, silentLogger } from '@helix-agents/sdk';
+import type { StreamChunk } from '@helix-agents/sdk';
 import type { BeginRunRequest, StreamChunkInput } from '@helix-agents/sdk/store';
-import { createScriptedModel } from '@helix-agents/sdk/testing';
+import { createAddLoop } from '@helix-agents/sdk/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { openSqliteStores } from './open.js';
 import type { SqliteStores } from './open.js';
 
-/** Calls `add` until the conversation has `steps - 1` tool results, then answers. */
-class AddModel implements LLMAdapter {
-  constructor(readonly steps: number) {}
-  async generateStep(request: LLMStepRequest): Promise<StepResult> {
-    const step = (request.messages.length - 1) / 2;
-    if (step >= this.steps - 1) return { ok: true, text: 'done', toolCalls: [], finishReason: 'stop', model: 'm' };
-    return { ok: true, text: '', toolCalls: [{ id: `c${step}`, name: 'add', arguments: { a: step, b: 1 } }], finishReason: 'tool-calls', model: 'm' };
-  }
-}
-
-function agentOf(steps: number) {
-  const add = defineTool({ name: 'add', description: 'adds', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
-  return defineAgent({ name: 'adder', llmConfig: { model: createScriptedModel([{ text: 'unused' }]) }, tools: [add], maxSteps: steps + 1 });
-}
 
 function delta(runId: string, text: string): StreamChunkInput {
   return { type: 'text_delta', streamId: 'st', agentId: 'st', agentType: 'a', runId, timestamp: 1, stepIndex: 0, delta: text };
@@ -53,9 +38,9 @@ describe('SQLite: a step is one write transaction, its chunks included', () => {
   });
 
   async function runOf(steps: number): Promise<{ transactions: number; sessionId: string }> {
-    const executor = new JSAgentExecutor(stores.stateStore, stores.streamManager, new AddModel(steps), { logger: silentLogger });
+    const executor = new JSAgentExecutor(stores.stateStore, stores.streamManager, createAddLoop(steps).adapter, { logger: silentLogger });
     const before = stores.database.writeTransactions;
-    const handle = await executor.execute(agentOf(steps), 'go', { usageStore: stores.usageStore });
+    const handle = await executor.execute(createAddLoop(steps).agent, 'go', { usageStore: stores.usageStore });
     const result = await handle.result();
     expect(result.status).toBe('completed');
     expect(result.stepCount).toBe(steps);
