@@ -13,7 +13,7 @@ interface MyOutput {
 }
 
 describe('rule 6: AgentHooks<TState, TOutput> types payloads and context', () => {
-  it('payload.output is TOutput, getState() returns TState and the updateState draft is Draft<TState>', () => {
+  it('rule 6: payload.output is TOutput, getState() returns TState and the updateState draft is Draft<TState>', () => {
     const hooks: AgentHooks<MyState, MyOutput> = {
       onAgentComplete: (payload, ctx) => {
         expectTypeOf(payload.output).toEqualTypeOf<MyOutput>();
