@@ -44,7 +44,7 @@ describe('beforeLLMCall steering (C3, C4, D11)', () => {
     expect(rec.of('onMessage')).toHaveLength(2);
   });
 
-  it('C3: handlers chain in composition order; each sees the previous rewrite; { tools } narrows this call', async () => {
+  it('C3 / rule 185: handlers steer by return values, chained in composition order; each sees the previous rewrite; { tools } narrows this call', async () => {
     const { executor } = setup();
     const model = createScriptedModel([{ text: 'ok' }]);
     const seen: number[] = [];
@@ -98,7 +98,7 @@ describe('beforeLLMCall steering (C3, C4, D11)', () => {
 });
 
 describe('ctx.updateMessages: a persistent edit of the conversation (C4)', () => {
-  it('rows a hook appends fire onMessage, reach the model and land in the step commit', async () => {
+  it('rule 208 / C4: at ctx.stepCount 0, rows a hook appends with ctx.updateMessages fire onMessage, reach the model and land in the step commit', async () => {
     const { executor, stateStore } = setup();
     const model = createScriptedModel([{ text: 'answered with memory' }]);
     const rec = createHookRecorder({ points: ['onMessage'] });
