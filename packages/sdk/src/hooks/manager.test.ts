@@ -2,7 +2,7 @@
 // refuses, and the serialization registry of class-based hooks.
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../errors.js';
-import { composeHookManagers, createHookManager, guard, guardPolicy, HookManager, mergeHooks, OBSERVE_ONLY_POINTS, type HookObject } from './manager.js';
+import { composeHookManagers, createHookManager, guard, guardPolicy, mergeHooks, OBSERVE_ONLY_POINTS, type HookManager, type HookObject } from './manager.js';
 import { hookFromJSON, hookToJSON, registerHookFactory } from './serialize.js';
 import { HOOK_POINTS, type HookPoint } from './types.js';
 
