@@ -91,7 +91,7 @@ describe('refused and rewritten tool calls (C13, D4)', () => {
     expect((await toolRow(stateStore, handle.sessionId)).content).toEqual({ ok: true, by: 3 });
   });
 
-  it('rule 211: a result over maxToolResultChars becomes tool_result_too_large, unless afterTool shrank it first', async () => {
+  it('rule 191: a result over maxToolResultChars becomes tool_result_too_large, unless afterTool shrank it first', async () => {
     const big = bareTool('big', 'returns a lot', () => 'x'.repeat(500));
     const run = async (shrink: boolean) => {
       const { executor, stateStore } = setup({ executor: { limits: { maxToolResultChars: 100 } } });
