@@ -99,6 +99,14 @@ describe('registration (rules 133, 137, 197, 198, 205)', () => {
     expectConfigError(() => createHookManager('afterTool' as never), 'Hooks must be an object of hook functions, got string.');
   });
 
+  it('a hook map without a prototype (Object.create(null)) is a plain map of handlers, not a class-based hook', () => {
+    const map = Object.assign(Object.create(null) as Record<string, unknown>, { afterTool: noop, beforeTool: guard(() => {}, { name: 'bare' }) });
+    const manager = createHookManager(map as never);
+    expect(HOOK_POINTS.filter((p) => manager.has(p)).sort()).toEqual(['afterTool', 'beforeTool']);
+    expect(manager.hookObjects()).toEqual([]);
+    expect(entry(manager, 'beforeTool').name).toBe('bare');
+  });
+
   it('undefined and null sources and undefined points register nothing', () => {
     const manager = createHookManager(undefined).register(null).register({ afterTool: undefined });
     expect(manager.size).toBe(0);
