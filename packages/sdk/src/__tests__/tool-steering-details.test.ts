@@ -1,8 +1,8 @@
 // The details of a refused or rewritten tool call: the error it leaves, its chunks, and afterTool rewrites.
 import { describe, expect, it } from 'vitest';
-import { type AfterToolPayload, type StreamChunk, type ToolResultMessage } from '../index.js';
-import { createHookRecorder } from '../testing/index.js';
-import { bareTool, counterAgent, finish, setup } from './harness.js';
+import { type AfterToolPayload, type HookDecisionChunk, type StreamChunk, type ToolResultMessage } from '../index.js';
+import { createGate, createHookRecorder } from '../testing/index.js';
+import { bareTool, counterAgent, finish, incrementTool, setup, type Counter } from './harness.js';
 
 const toolRow = async (stateStore: ReturnType<typeof setup>['stateStore'], sessionId: string) =>
   (await stateStore.loadSession(sessionId))!.messages.find((m): m is ToolResultMessage => m.role === 'tool')!;
@@ -71,7 +71,7 @@ describe('refused and rewritten tool calls (C13, D4)', () => {
       throw new Error('disk on fire');
     });
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 }, id: 'ok1' }, { name: 'failing', args: {}, id: 'bad1' }] }, finish('x')], {
-      tools: [counterAgent([]).tools![0]!, failing],
+      tools: [incrementTool, failing],
       hooks: { afterTool: (p) => (p.success ? { result: undefined } : { result: 'redacted failure' }) },
     });
     const handle = await executor.execute(agent, 'go');
@@ -89,6 +89,13 @@ describe('refused and rewritten tool calls (C13, D4)', () => {
     const handle = await executor.execute(agent, 'go');
     await handle.result();
     expect((await toolRow(stateStore, handle.sessionId)).content).toEqual({ ok: true, by: 3 });
+    // Nor do a string or null (no `result` to look for).
+    for (const answer of ['logged', null]) {
+      const other = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 2 }, id: 'n2' }] }, finish('x')], { hooks: { afterTool: () => answer as never } });
+      const h = await executor.execute(other, 'go');
+      expect((await h.result()).status).toBe('completed');
+      expect((await toolRow(stateStore, h.sessionId)).content).toEqual({ ok: true, by: 2 });
+    }
   });
 
   it('rule 191: a result over maxToolResultChars becomes tool_result_too_large, unless afterTool shrank it first', async () => {
@@ -106,5 +113,60 @@ describe('refused and rewritten tool calls (C13, D4)', () => {
     expect((await run(false)).errorInfo?.code).toBe('tool_result_too_large');
     expect(await run(true)).toMatchObject({ content: 'stored elsewhere: ref-1' });
     expect((await run(true)).isError).not.toBe(true);
+  });
+  it('rule 218 / C13: a block with no reason at all is "Blocked by beforeTool." too, and the run goes on', async () => {
+    const { executor, stateStore } = setup();
+    const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('x')], { hooks: { beforeTool: () => ({ block: true as const }) } });
+    const handle = await executor.execute(agent, 'go');
+    expect((await handle.result()).status).toBe('completed');
+    expect((await toolRow(stateStore, handle.sessionId)).errorInfo?.details).toMatchObject({ reason: 'Blocked by beforeTool.' });
+  });
+
+  it('rule 218: the audit records a valid { input } as a rewrite and an invalid one as a block', async () => {
+    const { executor, streamManager } = setup();
+    const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 }, id: 'r1' }, { name: 'increment', args: { by: 1 }, id: 'r2' }] }, finish('x')], {
+      hooks: { beforeTool: (p) => ({ input: p.toolCall.id === 'r1' ? { by: 2 } : { by: 'two' } }) },
+    });
+    const handle = await executor.execute(agent, 'go');
+    expect((await handle.result()).state.count).toBe(2);
+    const audit = streamManager.chunks(handle.sessionId).filter((c): c is HookDecisionChunk => c.type === 'hook_decision');
+    expect(audit.map((d) => [d.toolCallId, d.decision]).sort()).toEqual([
+      ['r1', 'rewrite'],
+      ['r2', 'block'],
+    ]);
+  });
+
+  it('rule 125: on a stop, a blocked call keeps the writes of its beforeTool (its result is recorded); a call a stop cancels after beforeTool gets afterTool with run_stopped', async () => {
+    const { executor, stateStore } = setup();
+    const rec = createHookRecorder({ points: ['afterTool'] });
+    const gate = createGate();
+    const stuck = bareTool('stuck', 'waits for the stop', async (_i, ctx) => {
+      await new Promise((_r, reject) => ctx.abortSignal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+    });
+    const late = bareTool('late', 'never runs', () => 'ran');
+    const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 }, id: 'blocked' }, { name: 'stuck', args: {}, id: 'stuck' }, { name: 'late', args: {}, id: 'late' }] }, finish('x')], {
+      tools: [incrementTool, stuck, late],
+      hooks: {
+        beforeTool: async (p, ctx) => {
+          if (p.toolCall.id === 'blocked') {
+            ctx.updateState((d) => void d.log.push('guard saw the call'));
+            return { block: true as const, reason: 'no counting' };
+          }
+          if (p.toolCall.id === 'late') await gate.opened;
+          return undefined;
+        },
+      },
+    });
+    const handle = await executor.execute(agent, 'go', { hooks: rec.hooks });
+    await new Promise((r) => setTimeout(r, 30));
+    const stopping = handle.stop('user pressed stop');
+    gate.open();
+    const result = await stopping;
+    expect(result.status).toBe('interrupted');
+    expect((result.state as Counter).log).toEqual(['guard saw the call']);
+    expect(((await stateStore.loadSession(handle.sessionId))!.state as Counter).log).toEqual(['guard saw the call']);
+    const cancelled = rec.of('afterTool').map((c) => c.payload as AfterToolPayload).find((p) => p.toolCall.id === 'late');
+    expect(cancelled).toMatchObject({ success: false, blocked: false, result: undefined, durationMs: 0 });
+    expect(cancelled?.error?.code).toBe('run_stopped');
   });
 });
