@@ -1,6 +1,6 @@
 // What an error policy reports, field by field: the log line and its fields, the audit chunk, the typed error.
 import { describe, expect, it } from 'vitest';
-import { createHookManager, guard, HookError, type HookDecisionChunk, type Logger, type Message, type StreamChunk } from '../index.js';
+import { createHookManager, guard, HookError, RunInterruptedError, RunSupersededError, type HookDecisionChunk, type Logger, type Message, type StreamChunk } from '../index.js';
 import { createHookRecorder } from '../testing/index.js';
 import { counterAgent, finish, setup, textAgent, throwing } from './harness.js';
 
@@ -192,5 +192,27 @@ describe('error policies in detail (C1, C15)', () => {
     const [decision] = decisions(streamManager.chunks(handle.sessionId)).filter((d) => d.hookPoint === 'onAgentRetry');
     expect(decision).toMatchObject({ hookName: 'counter', decision: 'error', policy: 'fail-open' });
     expect(decision!.durationMs).toBeLessThan(10_000);
+  });
+  it('rule 56 / C1: a supersede a hook raises ends the run as superseded under every policy; a run_interrupted it raises is never swallowed either', async () => {
+    for (const policy of ['fail-open', 'fail-closed', 'fail-run'] as const) {
+      const { executor } = setup();
+      const fenced = guard((_p: unknown, ctx: { sessionId: string; runId: string }) => {
+        throw new RunSupersededError(ctx.sessionId, ctx.runId, 'newer-run');
+      }, { onError: policy });
+      const result = await (await executor.execute(textAgent([{ text: 'x' }]), 'go', { hooks: { afterLLMCall: fenced } })).result();
+      expect([policy, result.status]).toEqual([policy, 'superseded']);
+    }
+    const { executor } = setup();
+    const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('x')]);
+    const inTool = guard((_p: unknown, ctx: { sessionId: string; runId: string }) => {
+      throw new RunSupersededError(ctx.sessionId, ctx.runId, 'newer-run');
+    }, { onError: 'block-tool' });
+    expect((await (await executor.execute(agent, 'go', { hooks: { beforeTool: inTool } })).result()).status).toBe('superseded');
+    const interrupted = guard(() => {
+      throw new RunInterruptedError('the user pressed stop');
+    }, { onError: 'fail-open' });
+    const stopped = await (await executor.execute(textAgent([{ text: 'x' }]), 'go', { hooks: { afterLLMCall: interrupted } })).result();
+    expect(stopped.status).not.toBe('completed');
+    expect(stopped.error?.code).toBe('run_interrupted');
   });
 });
