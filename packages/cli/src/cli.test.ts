@@ -68,7 +68,7 @@ describe('helix: clear errors and exit codes', () => {
     expect(u.stderr()).toContain('No agent "nobody"');
   });
 
-  it('validate and run refuse a project with discovery errors (exit 1), listing them all', async () => {
+  it('rule 179: validate and run refuse a project with discovery errors (exit 1), listing them all', async () => {
     const t = io();
     expect(await runCli(['validate', '--dir', fixture('broken'), '--json'], t.io)).toBe(1);
     const report = JSON.parse(t.stdout()) as { ok: boolean; diagnostics: { code: string }[] };
@@ -83,7 +83,7 @@ describe('helix: clear errors and exit codes', () => {
 describe('helix run (in process, SQLite in a temporary folder)', () => {
   const base = (database: string, overrides: Partial<RunOptions> = {}): RunOptions => runOptions('please explode', database, overrides);
 
-  it('streams the turn, logs a throwing hook on stderr, and keeps hook kv and files durable across runs', async () => {
+  it('rules 172, 183: streams the turn, logs a throwing hook on stderr, and keeps hook kv and files durable across runs', async () => {
     const database = join(tempDir(), 'helix.db');
     const first = io();
     expect(await runCommand(base(database), first.io)).toBe(0);

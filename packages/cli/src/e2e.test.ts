@@ -38,7 +38,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 // The two tests run side by side: each is mostly a node process starting up.
 describe.concurrent('helix end to end, in child processes', { timeout: 60_000 }, () => {
-  it('init → validate → info --json → run, outside the repo (the project borrows the CLI packages)', async () => {
+  it('rules 181, 182, 183: init → validate → info --json → run, outside the repo (the project borrows the CLI packages)', async () => {
     const dir = join(root, 'my-bot');
     const init = await helix(['init', dir], root);
     expect(init.stderr).toBe('');
@@ -84,7 +84,7 @@ describe.concurrent('helix end to end, in child processes', { timeout: 60_000 },
     }
   });
 
-  it('validate on a broken project lists every error and warning and exits 1', async () => {
+  it('rule 179: validate on a broken project lists every error and warning and exits 1', async () => {
     const result = await helix(['validate', '--dir', BROKEN], root);
     expect(result.code).toBe(1);
     const lines = result.stdout.trim().split('\n');

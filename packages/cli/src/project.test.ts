@@ -6,7 +6,7 @@ import { hasErrors, loadProject, mountedHooks } from './project.js';
 const fixture = (name: string) => fileURLToPath(new URL(`../test-fixtures/${name}`, import.meta.url));
 
 describe('rules 173-180: project discovery', () => {
-  it('finds agents and hooks by path, subfolders included, skipping tests, specs and declarations', async () => {
+  it('rules 173, 174, 175, 180: finds agents and hooks by path, subfolders included, skipping tests, specs and declarations', async () => {
     const project = await loadProject(fixture('valid'));
     expect(project.diagnostics).toEqual([]);
     expect(project.agents.map((a) => [a.name, a.file, a.script?.file])).toEqual([
@@ -25,7 +25,7 @@ describe('rules 173-180: project discovery', () => {
     expect(mountedHooks(project).map((h) => h.name)).toEqual(['audit/usage', 'memory', 'ops__pager', 'ops__metrics']);
   });
 
-  it('reports every problem of a broken project at once', async () => {
+  it('rules 176, 177, 178: reports every problem of a broken project at once', async () => {
     const project = await loadProject(fixture('broken'));
     expect(hasErrors(project)).toBe(true);
     expect(project.diagnostics.map((d) => [d.severity, d.code, d.file])).toEqual([

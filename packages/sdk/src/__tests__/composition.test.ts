@@ -28,7 +28,7 @@ describe('composition and ordering (section 1.11)', () => {
     expect(log).toEqual(['a', 'b', 'c', 'a:afterTool', 'b:afterTool', 'c:afterTool']);
   });
 
-  it('rule 133 / rule 136: createHookManager + register() appends handlers in registration order', () => {
+  it('rules 133, 136, 184: createHookManager + register() appends handlers in registration order', () => {
     const log: string[] = [];
     const manager = createHookManager(tagger(log, 'first'));
     manager.register({ onAgentStart: () => void log.push('second') }).register(tagger(log, 'third'));

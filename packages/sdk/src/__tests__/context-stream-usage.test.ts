@@ -115,7 +115,7 @@ describe('streaming', () => {
 });
 
 describe('usage (rule 138)', () => {
-  it('getUsageRollup() gives tokens (prompt, completion, total, cached, cacheWrite), model calls and tool stats', async () => {
+  it('rule 138: getUsageRollup() gives tokens (prompt, completion, total, cached, cacheWrite), model calls and tool stats', async () => {
     const { executor, usageStore } = setup();
     const agent = counterAgent([
       { toolCalls: [{ name: 'increment', args: { by: 1 } }, { name: 'increment', args: { by: 2 } }], usage: { inputTokens: 50, outputTokens: 10, cachedInputTokens: 20 } },
@@ -137,7 +137,7 @@ describe('usage (rule 138)', () => {
     expect(await handle.getUsageRollup()).toBeUndefined();
   });
 
-  it('records usage separately from hooks: a run with no hooks still has its rollup', async () => {
+  it('rule 138: records usage separately from hooks: a run with no hooks still has its rollup', async () => {
     const { executor, usageStore } = setup();
     const rec = createHookRecorder({ points: [] });
     const handle = await executor.execute(textAgent([{ text: 'x', usage: { inputTokens: 3, outputTokens: 4 } }]), 'go', { usageStore, hooks: rec.hooks });

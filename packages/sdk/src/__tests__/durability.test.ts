@@ -92,7 +92,7 @@ describe('supersede (section 1.3)', () => {
 });
 
 describe('stop (section 1.10, C6)', () => {
-  it('rules 125–130 / C6: stop() keeps the calls whose results are recorded, pairs the rest run_stopped, discards afterLLMCall writes, writes K5 and fires onAgentFail(run_interrupted)', async () => {
+  it('rule 14 / rules 125–130 / C6: stop() keeps the calls whose results are recorded, pairs the rest run_stopped, discards afterLLMCall writes, writes K5 and fires onAgentFail(run_interrupted)', async () => {
     const { executor, stateStore, streamManager } = setup();
     const rec = createHookRecorder();
     const quick = bareTool('quick', 'finishes before the stop', (_i, ctx) => {

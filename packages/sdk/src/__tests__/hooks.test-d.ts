@@ -1,7 +1,16 @@
 import type { Draft as ImmerDraft } from 'immer';
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { composeHookManagers, defineAgent, type AgentHooks, type HookContext, type ToolDefinition } from '../index.js';
+import {
+  composeHookManagers,
+  defineAgent,
+  type AgentHooks,
+  type HookContext,
+  type SessionEvent,
+  type SessionEventType,
+  type SessionHookContext,
+  type ToolDefinition,
+} from '../index.js';
 import { createScriptedModel } from '../testing/index.js';
 import { incrementTool } from './harness.js';
 
@@ -13,7 +22,7 @@ interface MyOutput {
 }
 
 describe('rule 6: AgentHooks<TState, TOutput> types payloads and context', () => {
-  it('payload.output is TOutput, getState() returns TState and the updateState draft is Draft<TState>', () => {
+  it('rule 6: payload.output is TOutput, getState() returns TState and the updateState draft is Draft<TState>', () => {
     const hooks: AgentHooks<MyState, MyOutput> = {
       onAgentComplete: (payload, ctx) => {
         expectTypeOf(payload.output).toEqualTypeOf<MyOutput>();
@@ -58,5 +67,13 @@ describe('rule 6: AgentHooks<TState, TOutput> types payloads and context', () =>
   it('a typed tool is assignable to the tools of an agent, and its execute input is inferred', () => {
     expectTypeOf(incrementTool).toMatchTypeOf<ToolDefinition>();
     expectTypeOf(incrementTool.execute).parameter(0).toEqualTypeOf<{ by: number }>();
+  });
+});
+
+describe('the subscriber types at the SDK root', () => {
+  it('rule 158: SessionEvent, SessionEventType and SessionHookContext are exported from the SDK root', () => {
+    expectTypeOf<SessionEvent['type']>().toEqualTypeOf<SessionEventType>();
+    expectTypeOf<Extract<SessionEvent, { type: 'message.received' }>['data']>().toEqualTypeOf<{ readonly text: string }>();
+    expectTypeOf<SessionHookContext['session']['id']>().toEqualTypeOf<string>();
   });
 });

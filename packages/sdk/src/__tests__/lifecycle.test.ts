@@ -200,7 +200,7 @@ describe('the terminal commit (section 1.2)', () => {
     expect((await stateStore.listCheckpoints(handle.sessionId)).at(-1)?.kind).toBe('state');
   });
 
-  it('rule 39: onAgentComplete writes land in the terminal commit; onAgentFail writes are dropped', async () => {
+  it('rule 39 / C8: onAgentComplete writes land in the terminal commit; onAgentFail writes are dropped', async () => {
     const { executor, stateStore } = setup();
     const ok = counterAgent([finish('x')], {
       hooks: { onAgentComplete: (_p, ctx) => ctx.updateState((d) => void d.log.push('completed')) },
@@ -349,7 +349,7 @@ describe('the commit model K1, K2, K3, K5', () => {
     expect(rec.calls).toHaveLength(0);
   });
 
-  it('a run superseded by a newer execute() on the same session fires onAgentSuperseded only and writes nothing more', async () => {
+  it('rules 46, 47, 48, 49: a run superseded by a newer execute() on the same session fires onAgentSuperseded only and writes nothing more', async () => {
     const { executor, stateStore, streamManager } = setup();
     const recA = createHookRecorder();
     const gate = createGate();

@@ -4,7 +4,7 @@ import { createHookRecorder } from '../testing/index.js';
 import { counterAgent, finish, recordedRun, setup, textAgent, throwing } from './harness.js';
 
 describe('LLM call hooks (section 1.4)', () => {
-  it('rule 61: beforeLLMCall gets { messages, tools, config, model, modelParameters } with the system prompt first', async () => {
+  it('rules 61, 201: beforeLLMCall gets { messages, tools, config, model, modelParameters } with the system prompt first', async () => {
     const agent = counterAgent([finish('x')], { llmConfig: { ...counterAgent([]).llmConfig, temperature: 0.3, maxOutputTokens: 100 } });
     const { rec } = await recordedRun(agent, { input: 'hello' });
     const payload = rec.of('beforeLLMCall')[0]!.payload as BeforeLLMCallPayload;
@@ -19,7 +19,7 @@ describe('LLM call hooks (section 1.4)', () => {
     expect(payload.attempt).toBe(1);
   });
 
-  it('a function system prompt is computed from the current state before each call', async () => {
+  it('rule 186 / C9: beforeLLMCall fires before every model call, retried attempts included (stepCount 0, 1, 1; attempt 1, 1, 2)', async () => {
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 4 } }] }, finish('x')], {
       systemPrompt: (state) => `count=${state.count}`,
     });

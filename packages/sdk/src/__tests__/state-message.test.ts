@@ -61,7 +61,7 @@ describe('state and message hooks (section 1.7)', () => {
     expect(rec.of('onMessage').map((c) => (c.payload as MessagePayload).messageIndex)).toEqual([3, 4, 5]);
   });
 
-  it('D1: onAgentStart fires before the initial onMessage; both before the turn start commit and the first model call', async () => {
+  it('rule 19 / D1: onAgentStart fires before the initial onMessage; both before the turn start commit and the first model call', async () => {
     const { rec } = await recordedRun(counterAgent([finish('x')]), { points: ['onAgentStart', 'onMessage', 'beforeLLMCall'] });
     expect(rec.points().slice(0, 3)).toEqual(['onAgentStart', 'onMessage', 'beforeLLMCall']);
   });

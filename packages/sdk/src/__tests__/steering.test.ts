@@ -44,7 +44,7 @@ describe('beforeLLMCall steering (C3, C4, D11)', () => {
     expect(rec.of('onMessage')).toHaveLength(2);
   });
 
-  it('C3: handlers chain in composition order; each sees the previous rewrite; { tools } narrows this call', async () => {
+  it('C3 / rule 185: handlers steer by return values, chained in composition order; each sees the previous rewrite; { tools } narrows this call', async () => {
     const { executor } = setup();
     const model = createScriptedModel([{ text: 'ok' }]);
     const seen: number[] = [];
@@ -98,7 +98,7 @@ describe('beforeLLMCall steering (C3, C4, D11)', () => {
 });
 
 describe('ctx.updateMessages: a persistent edit of the conversation (C4)', () => {
-  it('rows a hook appends fire onMessage, reach the model and land in the step commit', async () => {
+  it('rule 208 / C4: at ctx.stepCount 0, rows a hook appends with ctx.updateMessages fire onMessage, reach the model and land in the step commit', async () => {
     const { executor, stateStore } = setup();
     const model = createScriptedModel([{ text: 'answered with memory' }]);
     const rec = createHookRecorder({ points: ['onMessage'] });
@@ -130,7 +130,7 @@ describe('ctx.updateMessages: a persistent edit of the conversation (C4)', () =>
 });
 
 describe('beforeTool and afterTool steering (C13, C16, D4)', () => {
-  it('rule 218 / D4: { block } skips the tool, the model gets the reason as an error result, afterTool fires with blocked: true, the loop goes on', async () => {
+  it('rule 218 / D4 / C13 / rules 189, 193: { block } skips the tool, the model gets the reason as an error result, afterTool fires with blocked: true, the loop goes on', async () => {
     const { executor, stateStore, streamManager } = setup();
     const rec = createHookRecorder({ points: ['afterTool', 'onMessage'] });
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 5 }, id: 'c1' }] }, finish('x')], {
@@ -154,7 +154,7 @@ describe('beforeTool and afterTool steering (C13, C16, D4)', () => {
     expect(decisions(streamManager.chunks(handle.sessionId))[0]).toMatchObject({ hookPoint: 'beforeTool', decision: 'block', toolCallId: 'c1' });
   });
 
-  it('rule 218: { input } replaces the whole input, is validated, and afterTool reports the effective input', async () => {
+  it('rules 188, 218: { input } replaces the whole input, is validated, and afterTool reports the effective input', async () => {
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 5 } }] }, finish('x')], {
       hooks: { beforeTool: (p) => ({ input: { ...(p.toolCall.arguments as object), by: 1 } }) },
     });
@@ -212,7 +212,7 @@ describe('beforeTool and afterTool steering (C13, C16, D4)', () => {
     ]);
   });
 
-  it('C16: afterTool { result } replaces what the model sees and what is stored; onMessage saw the original; later handlers see the rewrite', async () => {
+  it('C16 / rule 191: afterTool { result } replaces what the model sees and what is stored; onMessage saw the original; later handlers see the rewrite', async () => {
     const { executor, stateStore } = setup();
     const model = createScriptedModel([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('x')]);
     const onMessageSaw: unknown[] = [];
@@ -235,7 +235,7 @@ describe('beforeTool and afterTool steering (C13, C16, D4)', () => {
 });
 
 describe('the exit hook (D6, rules 194–196)', () => {
-  it('onExit can keep the run going with a message; the step is committed and the loop continues', async () => {
+  it('D6 / rules 194, 195, 200, 209: onExit reads toolCallCounts and can keep the run going with a message; the step is committed and the loop continues', async () => {
     const { executor, stateStore } = setup();
     const model = createScriptedModel([{ text: 'done?' }, { toolCalls: [{ name: 'increment', args: { by: 1 } }] }, { text: 'now done' }]);
     const exits: unknown[] = [];
@@ -382,7 +382,7 @@ describe('class-based hooks (rules 197, 198, 205–207; warmed up once per objec
     }
   }
 
-  it('an object registered at several points is warmed up and closed once by the executor', async () => {
+  it('rule 206: an object registered at several points is warmed up and closed once by the executor', async () => {
     const { executor } = setup();
     const hook = new AuditHook('a');
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('x')], { hooks: { beforeTool: hook, afterTool: hook } as never });
@@ -394,7 +394,7 @@ describe('class-based hooks (rules 197, 198, 205–207; warmed up once per objec
     expect(hook.closes).toBe(1);
   });
 
-  it('registering a whole class instance registers every hook-point method', () => {
+  it('rule 205: registering a whole class instance registers every hook-point method', () => {
     const manager = createHookManager(new AuditHook('b'));
     expect(manager.has('beforeTool') && manager.has('afterTool')).toBe(true);
     expect(manager.entries('beforeTool')[0]!.name).toBe('AuditHook.beforeTool');

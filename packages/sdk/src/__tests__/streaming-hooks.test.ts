@@ -11,7 +11,7 @@ afterEach(() => {
 });
 
 describe('streaming hooks: onTextDelta and onThinking (rule 7)', () => {
-  it('onTextDelta gets every text delta in order, with the context of the step', async () => {
+  it('rule 7: onTextDelta gets every text delta in order, with the context of the step', async () => {
     const { executor, streamManager } = setup();
     const rec = createHookRecorder({ points: ['onTextDelta'] });
     const handle = await executor.execute(textAgent([{ textChunks: ['Hel', 'lo', ' you'] }]), 'go', { hooks: rec.hooks });
@@ -22,7 +22,7 @@ describe('streaming hooks: onTextDelta and onThinking (rule 7)', () => {
     expect(deltas.map((d) => d.delta)).toEqual(['Hel', 'lo', ' you']);
   });
 
-  it('onThinking gets (delta, false) per reasoning delta, then (whole block, true) when the block ends', async () => {
+  it('rule 7: onThinking gets (delta, false) per reasoning delta, then (whole block, true) when the block ends', async () => {
     const { executor } = setup();
     const rec = createHookRecorder({ points: ['onThinking', 'onTextDelta'] });
     const handle = await executor.execute(textAgent([{ reasoningChunks: ['Let me ', 'think.'], text: 'Done' }]), 'go', { hooks: rec.hooks });
@@ -51,7 +51,7 @@ describe('streaming hooks: onTextDelta and onThinking (rule 7)', () => {
     expect(chunks.indexOf(reasoning[2]!)).toBeLessThan(firstText);
   });
 
-  it('a throwing or rejecting streaming hook is logged and never fails the run', async () => {
+  it('rule 7: a throwing or rejecting streaming hook is logged and never fails the run', async () => {
     const { executor, logger } = setup();
     const hooks: AgentHooks<unknown, unknown> = {
       onTextDelta: () => {
@@ -98,7 +98,7 @@ describe('streaming hooks: onTextDelta and onThinking (rule 7)', () => {
     expect(seen).toEqual(['1', '2', '3', 'afterLLMCall']);
   });
 
-  it('a point nobody handles costs no hook dispatch per delta', async () => {
+  it('rule 7: a point nobody handles costs no hook dispatch per delta', async () => {
     const spy = vi.spyOn(HookDispatcher.prototype, 'fireStreaming');
     const { executor } = setup();
     const handle = await executor.execute(textAgent([{ reasoning: 'r', textChunks: ['a', 'b', 'c'] }]), 'go', { hooks: { onAgentStart: () => {} } });

@@ -82,7 +82,7 @@ const signals = (rec: ReturnType<typeof createHookRecorder>) =>
     .map((c) => (c.point === 'onAgentStart' ? `onAgentStart:${String((c.payload as { startSignal: boolean }).startSignal)}` : c.point));
 
 describe.each<StoreKind>(['memory', 'sqlite'])('suspension boundaries on %s (D10, rules 93–99, C17)', (kind) => {
-  it('a client tool suspends the run: beforeTool and its frame, the suspension commit, onAgentSuspended, then the stream pause', async () => {
+  it('D10 / D15 / rules 93, 94, 95, 96: a client tool suspends the run: beforeTool and its frame, the suspension commit, onAgentSuspended (its throw only logged), then the stream pause', async () => {
     const { make, stateStore } = world(kind);
     const order: string[] = [];
     const agent = hitlAgent([{ toolCalls: [{ name: 'ask_user', args: { question: 'Which file?' }, id: 'q1' }] }, { text: 'thanks' }], {
@@ -106,7 +106,7 @@ describe.each<StoreKind>(['memory', 'sqlite'])('suspension boundaries on %s (D10
     expect((await stateStore.getRun(handle.runId))?.suspension?.pending).toHaveLength(1);
   });
 
-  it('submitToolResult resumes in a fresh run (after a restart: a new executor on the same store); onAgentResumed is its start signal', async () => {
+  it('rules 101, 103, 107, 108, 109: submitToolResult resumes in a fresh run (after a restart: a new executor on the same store); onAgentResumed is its start signal', async () => {
     const { make, stateStore } = world(kind);
     const agent = hitlAgent([{ toolCalls: [{ name: 'ask_user', args: { question: 'Which file?' }, id: 'q1' }] }, { text: 'deleting notes.txt' }]);
     const first = await make().execute(agent, 'clean up', { sessionId: 's2' });
@@ -119,6 +119,8 @@ describe.each<StoreKind>(['memory', 'sqlite'])('suspension boundaries on %s (D10
     expect(signals(rec)).toEqual(['onAgentResumed']);
     expect(rec.of('onAgentResumed')[0]!.payload).toMatchObject({ previousRunId: first.runId, runId: handle.runId });
     expect(rec.of('afterTool')[0]!.payload).toMatchObject({ result: 'notes.txt', success: true });
+    // Rule 108: the resumed run always has a run id of its own.
+    expect(handle.runId).not.toBe(first.runId);
     const session = await stateStore.loadSession('s2');
     expect(session!.resumeCount).toBe(1);
     expect(session!.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
@@ -141,7 +143,7 @@ describe.each<StoreKind>(['memory', 'sqlite'])('suspension boundaries on %s (D10
     expect(row?.content).toEqual({ deleted: '/tmp/b' });
   });
 
-  it('reject() sends the reason to the model as permission_denied and the tool never runs', async () => {
+  it('rule 229: reject() sends the reason to the model as permission_denied and the tool never runs', async () => {
     const { make, stateStore } = world(kind);
     const agent = hitlAgent([{ toolCalls: [{ name: 'delete_file', args: { path: '/etc' }, id: 'd1' }] }, { text: 'ok, I will not' }]);
     const executor = make([agent]);
@@ -201,7 +203,7 @@ describe.each<StoreKind>(['memory', 'sqlite'])('suspension boundaries on %s (D10
     expect(done).toMatchObject({ status: 'completed', output: 'both answered' });
   });
 
-  it('awaiting_children: a tool waits for child sessions; onAgentSuspended lists them; the resumed run gets their outcomes', async () => {
+  it('rules 94, 96: awaiting_children: a tool waits for child sessions; onAgentSuspended lists them; the resumed run gets their outcomes', async () => {
     const { make } = world(kind);
     const child = hitlAgent([{ text: 'child result' }]);
     let childSession = '';
@@ -233,7 +235,7 @@ describe.each<StoreKind>(['memory', 'sqlite'])('suspension boundaries on %s (D10
 });
 
 describe.each<StoreKind>(['memory', 'sqlite'])('start signals on %s: exactly one per run, as the spec table says (rules 15–23, 101–114)', (kind) => {
-  it('execute() and a chat send fire onAgentStart(startSignal true)', async () => {
+  it('rules 15, 16: execute() and a chat send fire onAgentStart(startSignal true)', async () => {
     const { make } = world(kind);
     const agent = hitlAgent([{ text: 'one' }, { text: 'two' }]);
     const executor = make();
@@ -243,7 +245,7 @@ describe.each<StoreKind>(['memory', 'sqlite'])('start signals on %s: exactly one
     expect(signals(rec)).toEqual(['onAgentStart:true', 'onAgentStart:true']);
   });
 
-  it('a with_message resume starts a new turn (onAgentStart true) and cancels the calls the suspended run waited on', async () => {
+  it('rule 16: a with_message resume starts a new turn (onAgentStart true) and cancels the calls the suspended run waited on', async () => {
     const { make, stateStore } = world(kind);
     const agent = hitlAgent([{ toolCalls: [{ name: 'ask_user', args: { question: 'a?' }, id: 'q1' }] }, { text: 'new turn' }]);
     const executor = make([agent]);
@@ -259,7 +261,7 @@ describe.each<StoreKind>(['memory', 'sqlite'])('start signals on %s: exactly one
     ]);
   });
 
-  it('a continue / with_confirmation resume fires onAgentResumed (previousRunId always set) and no onAgentStart; its errors are logged', async () => {
+  it('rules 17, 104: a with_confirmation resume (approve) fires onAgentResumed and no onAgentStart; its errors are logged', async () => {
     const { make, logger } = world(kind);
     const agent = hitlAgent([{ toolCalls: [{ name: 'delete_file', args: { path: 'x' }, id: 'd1' }] }, { text: 'ok' }]);
     const executor = make([agent]);
@@ -273,7 +275,7 @@ describe.each<StoreKind>(['memory', 'sqlite'])('start signals on %s: exactly one
     expect(signals(rec)).toEqual([]);
   });
 
-  it('from_checkpoint rewinds to a listed checkpoint and fires onAgentResumed with resumedFromCheckpointId; state and rows are restored', async () => {
+  it('rules 17, 106: from_checkpoint rewinds to a listed checkpoint and fires onAgentResumed with resumedFromCheckpointId; state and rows are restored', async () => {
     const { make, stateStore } = world(kind);
     const agent = hitlAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, { toolCalls: [{ name: 'increment', args: { by: 10 } }] }, { text: 'first' }, { text: 'rewound' }]);
     const executor = make([agent]);
@@ -302,7 +304,7 @@ describe.each<StoreKind>(['memory', 'sqlite'])('start signals on %s: exactly one
     expect(rec.of('onMessage')[0]!.payload).toMatchObject({ message: { role: 'user', content: 'the input' }, messageIndex: 0 });
   });
 
-  it('retry() fires onAgentRetry after its run-start commit and before its first step; a turn whose start committed does not run it again', async () => {
+  it('rules 18, 23, 110, 111, 114: retry() fires onAgentRetry after its run-start commit and before its first step; a turn whose start committed does not run it again', async () => {
     const { make, stateStore } = world(kind);
     const agent = hitlAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, { error: { status: 401 } }, { text: 'retried' }]);
     const executor = make([agent]);
@@ -321,7 +323,7 @@ describe.each<StoreKind>(['memory', 'sqlite'])('start signals on %s: exactly one
     expect((await stateStore.getRun(handle.runId))?.signal).toBe('retry');
   });
 
-  it('rule 113: a retry whose restored state owes the start work runs onAgentStart(false) after onAgentRetry; a retry message is appended', async () => {
+  it('rule 113 / C7: a retry whose restored state owes the start work runs onAgentStart(false) after onAgentRetry; a retry message is appended', async () => {
     const { make, stateStore } = world(kind);
     let starts = 0;
     const agent = hitlAgent([{ text: 'after retry' }], {

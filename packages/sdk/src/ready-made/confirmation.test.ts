@@ -54,7 +54,7 @@ const confirmations = (chunks: readonly StreamChunk[]) =>
   chunks.filter((c): c is CustomChunk => c.type === 'custom' && c.eventName === TOOL_CONFIRMATION_EVENT).map((c) => c.data as ToolConfirmationEvent);
 
 describe('createConfirmationHook', () => {
-  it('confirms, modifies and rejects per call through the strategy of each tool; the transcript, stream and state show it', async () => {
+  it('rule 210: confirms, modifies and rejects per call through the strategy of each tool; the transcript, stream and state show it', async () => {
     const { executor, stateStore, streamManager } = setup();
     const { tool, written } = writeFileTool();
     const asked: string[] = [];

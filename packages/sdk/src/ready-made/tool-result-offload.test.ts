@@ -71,7 +71,7 @@ const REF = /Tool result offloaded to '([^']+)'/;
 const chunksOf = <T extends StreamChunk['type']>(chunks: readonly StreamChunk[], type: T) => chunks.filter((c): c is Extract<StreamChunk, { type: T }> => c.type === type);
 
 describe('offload policies and pointers (pure parts)', () => {
-  it('OffloadOverChars is strict: exactly n characters stay, n + 1 go; Always and Never ignore length', () => {
+  it('rule 212: OffloadOverChars is strict: exactly n characters stay, n + 1 go; Always and Never ignore length', () => {
     expect(shouldOffload(OffloadOverChars(5), '12345')).toBe(false);
     expect(shouldOffload(OffloadOverChars(5), '123456')).toBe(true);
     expect(shouldOffload(OffloadOverChars(0), '')).toBe(false);
@@ -120,7 +120,7 @@ describe('FileSystemToolResultStore', () => {
 });
 
 describe('createToolResultOffloadHook in a run', () => {
-  it('offloads per policy, gives the model a pointer, keeps small, error and unlisted results, and the model reads the result back', async () => {
+  it('rules 211, 212: offloads per policy, gives the model a pointer, keeps small, error and unlisted results, and the model reads the result back', async () => {
     const { executor, stateStore, streamManager } = setup();
     const store = new FileSystemToolResultStore({ dir });
     const hook = createToolResultOffloadHook({

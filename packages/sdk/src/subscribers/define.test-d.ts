@@ -5,7 +5,7 @@ import type { ActionResult, RequestedAction, SessionEvent, SessionEventType, Tur
 import type { SessionHookContext, SessionPurpose } from './context.js';
 
 describe('rule 147: a typed key narrows event.data; "*" receives the union', () => {
-  it('narrows each key of the vocabulary', () => {
+  it('rule 147: narrows each key of the vocabulary', () => {
     defineHook({
       events: {
         'message.received'(event) {
@@ -46,7 +46,7 @@ describe('rule 147: a typed key narrows event.data; "*" receives the union', () 
     });
   });
 
-  it('"*" gets the union and switching on type narrows data', () => {
+  it('rule 147: "*" gets the union and switching on type narrows data', () => {
     defineHook({
       events: {
         '*': (event) => {

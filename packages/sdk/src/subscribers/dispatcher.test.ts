@@ -42,7 +42,7 @@ const toolThenText = [
 ];
 
 describe('rule 140 / D8: the events of a turn, after they are recorded', () => {
-  it('maps a turn to message.received, actions.*, action.result, message.appended and turn.completed', async () => {
+  it('rule 140 / D8 / rules 146, 148, 150, 151, 153, 154, 155: maps a turn to message.received, actions.*, action.result, message.appended and turn.completed', async () => {
     const seen: Seen[] = [];
     const { executor, dispatcher, stateStore, streamManager } = wire([recorder('audit/all', seen)]);
     const handle = await executor.execute(textAgent(toolThenText), 'count please', { metadata: { title: 'Counting' } });
@@ -84,7 +84,7 @@ describe('rule 140 / D8: the events of a turn, after they are recorded', () => {
     expect(seen[0]?.ctx.hook).toEqual({ name: 'audit/all' });
   });
 
-  it('turn.failed carries the message and status error, or cancelled for a stop', async () => {
+  it('rule 152: turn.failed carries the message and status error, or cancelled for a stop', async () => {
     const seen: Seen[] = [];
     const { executor, dispatcher } = wire([recorder('fail', seen)]);
     const failing = await executor.execute(textAgent([{ error: { status: 401 } }]), 'hi');
@@ -136,7 +136,7 @@ describe('rule 140 / D8: the events of a turn, after they are recorded', () => {
 });
 
 describe('rules 143, 164, 167: one event at a time per session, isolation under concurrency', () => {
-  it('a slow and a throwing handler hold only their own session; a throw is logged and skipped', async () => {
+  it('rules 141, 143, 164, 167, 172: a slow and a throwing handler hold only their own session; a throw is logged (hook "<name>" handler for <event> threw) and skipped', async () => {
     const calls: { session: string; type: string; phase: 'start' | 'end' }[] = [];
     const inFlight = new Map<string, number>();
     const track = async (event: SessionEvent, ctx: SessionHookContext, body: () => Promise<void>) => {
@@ -194,7 +194,7 @@ describe('rules 143, 164, 167: one event at a time per session, isolation under 
 });
 
 describe('rule 163 / C12: a turn never waits on a subscriber', () => {
-  it('a subscriber that sleeps 1 s on every event leaves the turn duration unchanged', async () => {
+  it('rule 163 / C12: a subscriber that sleeps 1 s on every event leaves the turn duration unchanged', async () => {
     const script = [{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, { text: 'ok' }];
     const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
     const turn = async (executor: ReturnType<typeof setup>['executor']) => {
@@ -239,7 +239,7 @@ describe('rule 163 / C12: a turn never waits on a subscriber', () => {
 });
 
 describe('rule 166 / C11: no replay after a host restart', () => {
-  it('a dispatcher attached later sees only runs that start after it attached', async () => {
+  it('rule 166 / C11: a dispatcher attached later sees only runs that start after it attached', async () => {
     const base = setup();
     const first = await base.executor.execute(textAgent([{ text: 'one' }]), 'before restart');
     await first.result();
@@ -258,7 +258,7 @@ describe('rule 166 / C11: no replay after a host restart', () => {
     expect(Math.min(...seen.map((s) => s.event.index))).toBeGreaterThan(base.streamManager.chunks(first.sessionId).findIndex((c) => c.type === 'end'));
   });
 
-  it('a recovered run does not receive its turn input again', () => {
+  it('rule 166 / C11: a recovered run does not receive its turn input again', () => {
     const chunk = { type: 'run_started', signal: 'start', input: 'hi', streamId: 's', agentId: 's', agentType: 'a', runId: 'r', timestamp: 1, seq: 4 } as const;
     expect(toSessionEvent(chunk, { sessionId: 's', turnId: 't', recovered: false })).toMatchObject({ type: 'message.received', index: 4, turnId: 't' });
     expect(toSessionEvent(chunk, { sessionId: 's', turnId: 't', recovered: true })).toBeUndefined();
@@ -266,7 +266,7 @@ describe('rule 166 / C11: no replay after a host restart', () => {
 });
 
 describe('rules 159-161, 165: the handler context', () => {
-  it('eval sessions fire too, with purpose, mode and title from execute metadata', async () => {
+  it('rules 159, 165: eval sessions fire too, with purpose, mode and title from execute metadata', async () => {
     const seen: Seen[] = [];
     const { executor, dispatcher } = wire([recorder('meter', seen)]);
     await (await executor.execute(textAgent([{ text: 'graded' }]), 'eval case 1', { metadata: { purpose: 'eval', mode: 'task', title: 'Case 1' }, userId: 'u1', tags: ['ci'] })).result();
@@ -275,7 +275,7 @@ describe('rules 159-161, 165: the handler context', () => {
     expect(seen[0]?.ctx.session).toMatchObject({ purpose: 'eval', mode: 'task', title: 'Case 1', userId: 'u1', tags: ['ci'] });
   });
 
-  it('kv is shared by every session of an agent, files are per session unless deployment-scoped, artifacts are tagged', async () => {
+  it('rules 160, 161: kv is shared by every session of an agent, files are per session unless deployment-scoped, artifacts are tagged', async () => {
     const kv = new InMemoryKVStore();
     const files = new InMemoryFileStore();
     const journal = defineHook({
@@ -310,7 +310,7 @@ describe('rules 159-161, 165: the handler context', () => {
     expect(artifacts.map((a) => a.metadata?.['tags'])).toEqual(turnIds.map((turnId) => ({ kind: 'reply', sessionId: one.sessionId, turnId })));
   });
 
-  it('ctx.artifacts lists and reads back what the session created; ctx.stateRoot and ctx.signal are set', async () => {
+  it('rules 161, 162: ctx.artifacts lists and reads back what the session created; ctx.stateRoot and ctx.signal are set', async () => {
     let listed: unknown;
     let content: string | undefined;
     let stateRoot: string | undefined;
@@ -339,7 +339,7 @@ describe('rules 159-161, 165: the handler context', () => {
 });
 
 describe('rules 177, 178, 180: names, empty hooks and packs', () => {
-  it('an empty events map is skipped with a warning; a duplicate name is a ConfigError', () => {
+  it('rule 178: an empty events map is skipped with a warning; a duplicate name is a ConfigError', () => {
     const logger = memoryLogger();
     const { executor } = setup();
     const dispatcher = createHookDispatcher({ source: executor, hooks: [mountHook('empty', defineHook({ events: {} }))], logger });
@@ -349,7 +349,7 @@ describe('rules 177, 178, 180: names, empty hooks and packs', () => {
     expect(() => createHookDispatcher({ source: executor, hooks: [mountHook('a', hook), mountHook('a', hook)], logger })).toThrow(ConfigError);
   });
 
-  it('a pack mounts as <ns>__<name>, disableHook() removes one, and both dispatch in order', async () => {
+  it('rule 180: a pack mounts as <ns>__<name>, disableHook() removes one, and both dispatch in order', async () => {
     const seen: string[] = [];
     const make = (name: string) => defineHook({ events: { 'message.received': () => void seen.push(name) } });
     const pack = mountHooks('audit', { usage: make('usage'), pager: make('pager'), trace: make('trace') }).disableHook('pager');

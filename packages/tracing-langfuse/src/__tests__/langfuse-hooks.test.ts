@@ -68,7 +68,7 @@ function langfuse(options: LangfuseHooksOptions = {}) {
 const rootOf = (spans: readonly ReceivedSpan[]) => spans.filter((s) => s.parentSpanId === undefined);
 
 describe('createLangfuseHooks against a local OTLP endpoint', () => {
-  it('the spec example: a trace per run with userId, sessionId, tags, metadata and release; generations per attempt; tool observations', async () => {
+  it('rule 139: the spec example: a trace per run with userId, sessionId, tags, metadata and release; generations per attempt; tool observations', async () => {
     const { hooks, flush, shutdown, recordDecision } = langfuse();
     const guard: AgentHooks = {
       beforeTool: (payload, ctx) => void recordDecision(ctx, { hook: 'beforeTool', decision: 'continue', reason: 'query allowed', toolCallId: payload.toolCall.id, source: 'policy' }),

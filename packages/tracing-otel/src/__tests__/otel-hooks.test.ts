@@ -8,7 +8,7 @@ import { createOtelHooks, type SpanLifecycleEvent } from '../index.js';
 import { agent, finish, interval, isChildOf, memoryTracing, named, only, setup, status, tool } from './harness.js';
 
 describe('createOtelHooks: the span tree of a run', () => {
-  it('parallel tool calls: one invoke_agent span, a chat span per attempt and an execute_tool span per call, each under the run', async () => {
+  it('rule 139: parallel tool calls: one invoke_agent span, a chat span per attempt and an execute_tool span per call, each under the run', async () => {
     const { provider, spans } = memoryTracing();
     const tracing = createOtelHooks({ tracerProvider: provider, captureContent: true });
     // The two calls wait for each other, so they are provably in flight at the same time.
@@ -318,7 +318,7 @@ describe('createOtelHooks: terminal hooks that come late, supersede, sub-agents,
     expect(tracing.stats()).toMatchObject({ activeRuns: 0, openSpans: 0 });
   });
 
-  it('a sub-agent run (parentSessionId of a traced run) nests under the tool call that started it, in the same trace', async () => {
+  it('rule 139: a sub-agent run (parentSessionId of a traced run) nests under the tool call that started it, in the same trace', async () => {
     const { provider, spans } = memoryTracing();
     const tracing = createOtelHooks({ tracerProvider: provider });
     const { executor } = setup();
@@ -528,7 +528,7 @@ describe('createOtelHooks: steering decisions, suspension, resume and retry on t
     expect(decisionsOf(run)).toEqual([expect.objectContaining({ 'helix.hook.point': 'onExit', 'helix.hook.decision': 'continue' })]);
   });
 
-  it('suspension and resume (a client tool): the run span ends suspended with an event; the resumed run links to it, and so does the answered call', async () => {
+  it('rule 115: suspension and resume (a client tool): the run span ends suspended with an event; the resumed run links to it, and so does the answered call', async () => {
     const { provider, spans } = memoryTracing();
     const tracing = createOtelHooks({ tracerProvider: provider });
     const askUser = defineTool({ name: 'ask_user', description: 'asks the user', inputSchema: z.object({ q: z.string() }) });
