@@ -42,7 +42,7 @@ describeRuntimeConformance(
   { notCovered: RECOVERY, onOutcome: (outcome) => traces.dbos.set(outcome.scenario, outcome.trace) },
 );
 
-it('every scenario leaves the same hook trace on DBOSAgentExecutor as on JSAgentExecutor over Postgres', () => {
+it('rules 32, 116: every scenario leaves the same hook trace on DBOSAgentExecutor as on JSAgentExecutor over Postgres (onAgentComplete, onAgentSuspended and onAgentResumed included)', () => {
   expect(traces.dbos.size).toBeGreaterThan(50);
   for (const [scenario, trace] of traces.dbos) expect({ scenario, trace }).toEqual({ scenario, trace: traces.js.get(scenario) });
 });

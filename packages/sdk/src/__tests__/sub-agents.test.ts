@@ -223,7 +223,7 @@ describe('parallel folds compose (rules 81–84)', () => {
   const stateArb = fc.array(fc.string({ maxLength: 2 }), { maxLength: 4 }).map((vs): BoardState => ({ items: vs.map((v, i) => ({ id: `n${i}`, v })), count: 0, last: '' }));
   const waveArb = fc.array(foldArb, { minLength: 1, maxLength: 8 }).chain((folds) => fc.tuple(fc.constant(folds), fc.shuffledSubarray(folds.map((_f, i) => i), { minLength: folds.length, maxLength: folds.length })));
 
-  it('property: for any parent state, wave of 1–8 children and completion order, the state equals running the folds one after another in recorded order; afterSubAgent fires once per child', async () => {
+  it('rules 80, 81, 82, 83, 84: property: for any parent state, wave of 1–8 children and completion order (pushes, in-place edits, removals, edits of one path), the afterSubAgent folds with ctx.updateState equal running them one after another in recorded order, without locks; afterSubAgent fires once per child', async () => {
     await fc.assert(
       fc.asyncProperty(stateArb, waveArb, async (initial, [folds, order]) => {
         const { result, afterSubAgent } = await wave(initial, folds, order);
@@ -235,7 +235,7 @@ describe('parallel folds compose (rules 81–84)', () => {
     );
   }, 120_000);
 
-  it('property: children with disjoint edits give the same state whatever order they finish in', async () => {
+  it('rule 81: property: children with disjoint edits give the same state whatever order they finish in', async () => {
     const disjoint = fc.array(fc.string({ maxLength: 2 }), { minLength: 1, maxLength: 4 }).chain((vs) =>
       fc.tuple(fc.constant(vs.map((v, i): Fold => ({ kind: 'editId', id: `n${i}`, v }))), fc.shuffledSubarray(vs.map((_v, i) => i), { minLength: vs.length, maxLength: vs.length })),
     );
