@@ -60,7 +60,8 @@ export async function runToolCalls(run: Run, requested: readonly ToolCall[]): Pr
   // Past maxToolCallsPerStep, calls do not run: each gets an error result (no tool hooks), the first ones run.
   const max = run.setup.limits.maxToolCallsPerStep;
   const calls = requested.length > max ? requested.slice(0, max) : requested;
-  const regular = calls.filter((c) => c.name !== FINISH_TOOL_NAME);
+  const finishing = calls.some((c) => c.name === FINISH_TOOL_NAME);
+  const regular = finishing ? calls.filter((c) => c.name !== FINISH_TOOL_NAME) : calls;
   const replayed = await replayRecordedCalls(run, regular, run.stepCount);
   let raise: (error: unknown) => void = () => {};
   const supersede = new Promise<never>((_resolve, reject) => (raise = reject));
@@ -79,12 +80,14 @@ export async function runToolCalls(run: Run, requested: readonly ToolCall[]): Pr
   const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failure) throw failure.reason;
   const outcomes = settled.map((s) => (s as PromiseFulfilledResult<ToolOutcome>).value);
-  for (const call of calls) if (call.name === FINISH_TOOL_NAME) outcomes.push(await runFinishCall(run, call));
+  if (finishing) for (const call of calls) if (call.name === FINISH_TOOL_NAME) outcomes.push(await runFinishCall(run, call));
   for (let i = max; i < requested.length; i++) {
     const call = requested[i] as ToolCall;
     await run.appendMessage(errorResult(call, toolCallRefused(call, i + 1, requested.length, max).info));
     outcomes.push({ call, stopped: false });
   }
+  // Without finish calls the outcomes are in the model's order already (the refused calls come last in it too).
+  if (!finishing) return outcomes;
   // The first finishing call in the model's order wins.
   const order = new Map(requested.map((c, i) => [c.id, i] as const));
   outcomes.sort((a, b) => (order.get(a.call.id) ?? 0) - (order.get(b.call.id) ?? 0));
