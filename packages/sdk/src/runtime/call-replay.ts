@@ -6,13 +6,17 @@ import { callResultRecord, type CallResultRecord } from './journal-records.js';
 import { callScope, type Run } from './run.js';
 import type { ToolOutcome } from './tool-calls.js';
 
+const NOTHING_REPLAYED: ReadonlyMap<string, Promise<ToolOutcome>> = new Map();
+
 /**
  * The calls among `calls` (at `step`) whose results a process that died recorded come back before the
  * others run: their writes (a fold of a sub-agent's outcome, a counter) were made one after another on
  * the live state, and their patches hold the values they wrote, so they are applied in the order they
  * were made (their recorded places), and their rows in the order they were recorded. The others run as usual.
  */
-export async function replayRecordedCalls(run: Run, calls: readonly ToolCall[], step: number): Promise<Map<string, Promise<ToolOutcome>>> {
+export async function replayRecordedCalls(run: Run, calls: readonly ToolCall[], step: number): Promise<ReadonlyMap<string, Promise<ToolOutcome>>> {
+  // The common case (no side-effecting call, so nothing can have been recorded) allocates nothing.
+  if (!calls.some((c) => run.setup.agent.toolsByName.get(c.name)?.sideEffects === true)) return NOTHING_REPLAYED;
   const replayed = new Map<string, Promise<ToolOutcome>>();
   const tools = new Map(
     calls.flatMap((c) => {

@@ -113,19 +113,19 @@ export class HookDispatcher {
       if (!outcome.ok) {
         if (onBlock && entry.policy === 'block-tool' && !passesThrough(outcome.error)) {
           this.#audit(entry, 'block', outcome.durationMs, scope.callId, outcome.error.message, outcome.error.info);
-          await this.#flush(point, scope);
+          if (this.#mustFlush(point, scope)) await this.flushStateChanges(scope);
           return { payload: current, result: onBlock(outcome.error, entry, outcome.durationMs) };
         }
         // The policy first: a handler whose error ends the run announces no write (its changes are dropped).
         this.#onErrorDropping(entry, outcome, scope);
-        await this.#flush(point, scope);
+        if (this.#mustFlush(point, scope)) await this.flushStateChanges(scope);
         continue;
       }
       // An interpret step may have to wait (a schema that validates asynchronously); most answer at once.
       const interpreted = interpret(outcome.value, current, entry);
       const verdict = interpreted instanceof Promise ? await interpreted : interpreted;
       this.#audit(entry, verdict?.decision ?? 'allow', outcome.durationMs, scope.callId, verdict?.reason);
-      await this.#flush(point, scope);
+      if (this.#mustFlush(point, scope)) await this.flushStateChanges(scope);
       if (verdict?.end !== undefined) return { payload: current, result: verdict.end };
       if (verdict?.payload !== undefined) current = verdict.payload;
     }
@@ -202,9 +202,12 @@ export class HookDispatcher {
     }
   }
 
-  /** Fires the onStateChange hooks the handler's writes queued (an onStateChange handler's own writes queue none). */
-  async #flush(point: HookPoint, scope: WriteScope): Promise<void> {
-    if (scope.changes.length > 0 && point !== 'onStateChange') await this.flushStateChanges(scope);
+  /**
+   * Whether the handler's writes queued onStateChange hooks to fire now (an onStateChange handler's own
+   * writes queue none). A plain check, so that a handler that wrote nothing costs no extra promise.
+   */
+  #mustFlush(point: HookPoint, scope: WriteScope): boolean {
+    return scope.changes.length > 0 && point !== 'onStateChange';
   }
 
   /** {@link #onError}; when the policy ends the run, the changes the handler queued are dropped with it. */

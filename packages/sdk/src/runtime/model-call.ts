@@ -221,14 +221,10 @@ function failureError(info: AgentErrorInfo, attempts: number): AgentError {
  * the same calls instead of asking the model again.
  */
 export async function modelReply(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
-  const toolsByName = run.setup.agent.toolsByName;
-  const ask = async (): Promise<StepSuccess> => {
-    const reply = await callModel(run, adapter, warned, scope);
-    await run.appendMessage(assistantMessage(reply), scope);
-    return reply;
-  };
   // An agent without side-effecting tools never needs its replies recorded, and a recovered run has none to replay.
-  if (!hasSideEffectTools(run.setup.agent.tools) && !run.recorder.has({ kind: 'model_reply', step: run.stepCount })) return ask();
+  if (!hasSideEffectTools(run.setup.agent.tools) && !run.recorder.has({ kind: 'model_reply', step: run.stepCount })) return askModel(run, adapter, warned, scope);
+  const toolsByName = run.setup.agent.toolsByName;
+  const ask = (): Promise<StepSuccess> => askModel(run, adapter, warned, scope);
   let live: StepSuccess | undefined;
   const outcome = await run.recorder.replayOrRun(
     { kind: 'model_reply', step: run.stepCount },
@@ -246,6 +242,13 @@ export async function modelReply(run: Run, adapter: LLMAdapter, warned: Set<stri
   run.work.applyRecorded(outcome.value.patches, STEP_OWNER);
   await run.appendMessage(assistantMessage(outcome.value.reply), run.runScope, false);
   return outcome.value.reply;
+}
+
+/** The model call and its reply's row (onMessage fires for it). */
+async function askModel(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
+  const reply = await callModel(run, adapter, warned, scope);
+  await run.appendMessage(assistantMessage(reply), scope);
+  return reply;
 }
 
 function assistantMessage(reply: StepSuccess): AssistantMessage {

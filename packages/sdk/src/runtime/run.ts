@@ -164,13 +164,22 @@ export class Run implements HookHost {
     // Usage rides in the commit when the state store is also the run's usage store, so both land atomically.
     const usage = this.books.pendingUsage;
     const atomicUsage = usage.length > 0 && (s.usageStore as unknown) === s.stateStore;
+    // Field by field, absent ones as undefined (which every store reads as absent): one shape for every
+    // commit, and no spread copies on each step.
     await s.stateStore.commit({
       sessionId: s.sessionId,
       runId: s.runId,
       epoch: s.epoch,
-      ...fields,
-      ...this.work.commitPart(),
-      ...(atomicUsage ? { usage: usage.slice() } : {}),
+      kind: fields.kind,
+      stepIndex: fields.stepIndex,
+      checkpoint: fields.checkpoint,
+      runStatus: fields.runStatus,
+      output: fields.output,
+      error: fields.error,
+      suspension: fields.suspension,
+      appendMessages: this.work.pendingMessages(),
+      state: this.work.changedState(),
+      usage: atomicUsage ? usage.slice() : undefined,
       committedAt: Date.now(),
     });
     this.work.committed();

@@ -60,8 +60,36 @@ export async function runToolCalls(run: Run, requested: readonly ToolCall[]): Pr
   // Past maxToolCallsPerStep, calls do not run: each gets an error result (no tool hooks), the first ones run.
   const max = run.setup.limits.maxToolCallsPerStep;
   const calls = requested.length > max ? requested.slice(0, max) : requested;
-  const regular = calls.filter((c) => c.name !== FINISH_TOOL_NAME);
+  const finishing = calls.some((c) => c.name === FINISH_TOOL_NAME);
+  const regular = finishing ? calls.filter((c) => c.name !== FINISH_TOOL_NAME) : calls;
   const replayed = await replayRecordedCalls(run, regular, run.stepCount);
+  const outcomes = regular.length === 1 && replayed.size === 0 ? [await runOnlyCall(run, regular[0] as ToolCall)] : await runParallel(run, regular, replayed);
+  if (finishing) for (const call of calls) if (call.name === FINISH_TOOL_NAME) outcomes.push(await runFinishCall(run, call));
+  for (let i = max; i < requested.length; i++) {
+    const call = requested[i] as ToolCall;
+    await run.appendMessage(errorResult(call, toolCallRefused(call, i + 1, requested.length, max).info));
+    outcomes.push({ call, stopped: false });
+  }
+  // Without finish calls the outcomes are in the model's order already (the refused calls come last in it too).
+  if (!finishing) return outcomes;
+  // The first finishing call in the model's order wins.
+  const order = new Map(requested.map((c, i) => [c.id, i] as const));
+  outcomes.sort((a, b) => (order.get(a.call.id) ?? 0) - (order.get(b.call.id) ?? 0));
+  return outcomes;
+}
+
+/** The step's one regular call (the common case): as {@link runParallel} with one call, without its promises and closures. */
+async function runOnlyCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
+  try {
+    return await runToolCall(run, call);
+  } catch (error) {
+    if (isOwnSupersede(run, error)) run.noteSuperseded(error);
+    throw error;
+  }
+}
+
+/** The regular calls in parallel (recorded ones replayed); a supersede ends the wait at once, else the first failure is rethrown once all settled. */
+async function runParallel(run: Run, regular: readonly ToolCall[], replayed: ReadonlyMap<string, Promise<ToolOutcome>>): Promise<ToolOutcome[]> {
   let raise: (error: unknown) => void = () => {};
   const supersede = new Promise<never>((_resolve, reject) => (raise = reject));
   const all = Promise.allSettled(
@@ -78,17 +106,7 @@ export async function runToolCalls(run: Run, requested: readonly ToolCall[]): Pr
   const settled = await Promise.race([all, supersede]);
   const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failure) throw failure.reason;
-  const outcomes = settled.map((s) => (s as PromiseFulfilledResult<ToolOutcome>).value);
-  for (const call of calls) if (call.name === FINISH_TOOL_NAME) outcomes.push(await runFinishCall(run, call));
-  for (let i = max; i < requested.length; i++) {
-    const call = requested[i] as ToolCall;
-    await run.appendMessage(errorResult(call, toolCallRefused(call, i + 1, requested.length, max).info));
-    outcomes.push({ call, stopped: false });
-  }
-  // The first finishing call in the model's order wins.
-  const order = new Map(requested.map((c, i) => [c.id, i] as const));
-  outcomes.sort((a, b) => (order.get(a.call.id) ?? 0) - (order.get(b.call.id) ?? 0));
-  return outcomes;
+  return settled.map((s) => (s as PromiseFulfilledResult<ToolOutcome>).value);
 }
 
 async function runFinishCall(run: Run, call: ToolCall): Promise<ToolOutcome> {

@@ -8,9 +8,36 @@ export class AwaitChildrenSignal {
   constructor(readonly children: readonly { readonly sessionId: string; readonly agentType: string }[]) {}
 }
 
+/** The functions of a tool context that depend only on the run: made once per run, shared by its calls' contexts. */
+interface RunToolFunctions {
+  readonly getState: ToolContext['getState'];
+  readonly emitCustom: ToolContext['emitCustom'];
+}
+
+const runFunctions = new WeakMap<Run, RunToolFunctions>();
+
+function runToolFunctions(run: Run): RunToolFunctions {
+  let fns = runFunctions.get(run);
+  if (fns === undefined) {
+    fns = {
+      getState: <TState>() => run.state as TState,
+      emitCustom: async (eventName: string, data: unknown) => {
+        await run.emit({ type: 'custom', eventName, data, ...run.chunkBase() });
+      },
+    };
+    runFunctions.set(run, fns);
+  }
+  return fns;
+}
+
+function awaitChildren(children: readonly { readonly sessionId: string; readonly agentType: string }[]): never {
+  throw new AwaitChildrenSignal(children.map((c) => ({ sessionId: c.sessionId, agentType: c.agentType })));
+}
+
 /** The context a tool's execute() gets: who runs it, the state (its writes are booked to its call), the stream. */
 export function toolContext(run: Run, tool: ToolDefinition, toolCallId: string, scope: WriteScope): ToolContext {
   const s = run.setup;
+  const { getState, emitCustom } = runToolFunctions(run);
   return {
     sessionId: s.sessionId,
     runId: s.runId,
@@ -24,15 +51,12 @@ export function toolContext(run: Run, tool: ToolDefinition, toolCallId: string, 
     ...(s.userId === undefined ? {} : { userId: s.userId }),
     ...(s.tags === undefined ? {} : { tags: s.tags }),
     ...(s.metadata === undefined ? {} : { metadata: s.metadata }),
-    getState: <TState>() => run.state as TState,
+    getState,
+    // Only the state write depends on the call (its writes are booked to the call's scope).
     updateState: <TState>(updater: (draft: Draft<TState>) => void) => {
       run.updateState(updater as (draft: Draft<unknown>) => void, 'tool', scope, tool.name);
     },
-    emitCustom: async (eventName: string, data: unknown) => {
-      await run.emit({ type: 'custom', eventName, data, ...run.chunkBase() });
-    },
-    awaitChildren: (children) => {
-      throw new AwaitChildrenSignal(children.map((c) => ({ sessionId: c.sessionId, agentType: c.agentType })));
-    },
+    emitCustom,
+    awaitChildren,
   };
 }

@@ -30,12 +30,6 @@ export interface WorkingMark {
   readonly writes: number;
 }
 
-/** What a commit takes from the working copy. */
-export interface CommitPart {
-  readonly appendMessages?: readonly Message[];
-  readonly state?: unknown;
-}
-
 /**
  * A run's working copy: the custom state and the conversation as the run sees them, the committed
  * snapshot they started from, and the writes made since (by owner). State values are immutable (Immer,
@@ -245,13 +239,14 @@ export class WorkingCopy {
     return NONE;
   }
 
-  /** What the next commit writes: the pending rows and, when it changed, the state. */
-  commitPart(): CommitPart {
-    const rows = this.pendingCount;
-    return {
-      ...(rows > 0 ? { appendMessages: this.#messages.slice(this.#committedRows) } : {}),
-      ...(this.#state !== this.#committedState ? { state: this.#state } : {}),
-    };
+  /** What the next commit writes: the rows appended since the last commit, or undefined when there are none. */
+  pendingMessages(): Message[] | undefined {
+    return this.pendingCount > 0 ? this.#messages.slice(this.#committedRows) : undefined;
+  }
+
+  /** The working state when it differs from the committed one, else undefined. */
+  changedState(): unknown {
+    return this.#state !== this.#committedState ? this.#state : undefined;
   }
 
   /** The commit landed: the working copy is now the committed snapshot. */
