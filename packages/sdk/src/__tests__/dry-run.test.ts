@@ -8,7 +8,7 @@ import { openSqliteStores } from '@helix-agents/store-sqlite';
 import { childSessionId, defineAgent, defineSubAgentTool, defineTool, InMemoryStateStore, JSAgentExecutor, type Message, type StreamChunk, type ToolResultMessage } from '../index.js';
 import { toSessionEvent } from '../subscribers/index.js';
 import { createHookRecorder, createScriptedModel } from '../testing/index.js';
-import { collect, counterAgent, finish, incrementTool, memoryLogger, setup } from './harness.js';
+import { collect, counterAgent, deadCounterRun, finish, incrementTool, memoryLogger, setup } from './harness.js';
 
 // Rule 156: a dry run answers every sideEffects: true tool without running it (its dryRun(), else the
 // standard stub), runs read-only tools, and marks the stubbed calls on the events, chunks and rows. The
@@ -147,18 +147,7 @@ describe('dry runs', () => {
 
   it('rule 156: a recovered dry run stays dry (the flag is read back from the run record)', async () => {
     const store = new InMemoryStateStore();
-    await store.beginRun({
-      sessionId: 'dead',
-      runId: 'dead-run',
-      agentType: 'counter',
-      signal: 'start',
-      initialState: { count: 0, log: [] },
-      newTurn: { turnId: 't1', input: [{ role: 'user', content: 'go' }] },
-      startedAt: Date.now() - 1_000,
-      leaseOwner: 'dead-process',
-      leaseMs: 1,
-      options: { input: 'go', dryRun: true },
-    });
+    await deadCounterRun(store, { recorded: { dryRun: true } });
     const t = tools();
     const { executor } = setup({ stateStore: store });
     const [handle] = await executor.recover({ agents: [counterAgent([calls, finish('done')], { tools: [t.send, t.charge, t.lookup, incrementTool] })] });

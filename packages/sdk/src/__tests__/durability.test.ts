@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
 import { defineTool, InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, RunSupersededError, silentLogger, type AgentHooks, type HookContext, type Message, type StateStore, type ToolResultMessage } from '../index.js';
 import { createGate, createHookRecorder } from '../testing/index.js';
-import { bareTool, counterAgent, finish, setup, throwing, type Counter } from './harness.js';
+import { bareTool, counterAgent, deadCounterRun, finish, setup, throwing, type Counter } from './harness.js';
 import type { Commit } from '../store.js';
 
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
@@ -139,21 +139,7 @@ describe('stop (section 1.10, C6)', () => {
 
 describe('recovery of a run whose process died (memory store, simulated crash points)', () => {
   const input: Message[] = [{ role: 'user', content: 'go' }];
-  async function deadRun(store: InMemoryStateStore, runId = 'dead-run') {
-    await store.beginRun({
-      sessionId: 'crashed',
-      runId,
-      agentType: 'counter',
-      signal: 'start',
-      initialState: { count: 0, log: [] },
-      newTurn: { turnId: 't1', input },
-      startedAt: Date.now() - 1_000,
-      leaseOwner: 'dead-process',
-      leaseMs: 1,
-      options: { input: 'go', userId: 'u1' },
-    });
-    return { sessionId: 'crashed', runId, epoch: 1 } as const;
-  }
+  const deadRun = (store: InMemoryStateStore, runId = 'dead-run') => deadCounterRun(store, { sessionId: 'crashed', runId, recorded: { userId: 'u1' } });
 
   it('after K1: the recovered run fires its start signal (onAgentStart startSignal true) once and completes', async () => {
     const store = new InMemoryStateStore();

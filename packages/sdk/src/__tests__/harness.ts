@@ -126,3 +126,26 @@ export function dyingAfterSpawn(store: InMemoryStateStore): StateStore {
     },
   });
 }
+
+/**
+ * A counter-agent run whose process died right after its run-start commit (its lease of 1 ms has long
+ * expired), for recover() tests: session `sessionId`, run `runId`, input 'go'; `options` adds to the
+ * recorded run options (a dry run, a user id).
+ */
+export async function deadCounterRun(store: InMemoryStateStore, options: { readonly sessionId?: string; readonly runId?: string; readonly recorded?: Record<string, unknown> } = {}) {
+  const sessionId = options.sessionId ?? 'dead';
+  const runId = options.runId ?? 'dead-run';
+  await store.beginRun({
+    sessionId,
+    runId,
+    agentType: 'counter',
+    signal: 'start',
+    initialState: { count: 0, log: [] },
+    newTurn: { turnId: 't1', input: [{ role: 'user', content: 'go' }] },
+    startedAt: Date.now() - 1_000,
+    leaseOwner: 'dead-process',
+    leaseMs: 1,
+    options: { input: 'go', ...options.recorded },
+  });
+  return { sessionId, runId, epoch: 1 } as const;
+}

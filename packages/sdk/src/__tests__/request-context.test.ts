@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, HOOK_POINTS, type AgentHooks, type HookContext, type HookPoint, type RunTokenUsage } from '../index.js';
-import { collect, counterAgent, finish, incrementTool, setup } from './harness.js';
+import { collect, counterAgent, deadCounterRun, finish, incrementTool, setup } from './harness.js';
 
 // Rule 202: the request-scoped hookContext reaches every inline hook and tool by reference and is never
 // stored or streamed; a resumed or recovered run gets the one its own call passed. Rule 203: every
@@ -108,18 +108,7 @@ describe('request-scoped hookContext', () => {
   it('rule 202: a recovered run gets the hookContext passed to recover()', async () => {
     const { InMemoryStateStore } = await import('../index.js');
     const store = new InMemoryStateStore();
-    await store.beginRun({
-      sessionId: 'dead',
-      runId: 'dead-run',
-      agentType: 'counter',
-      signal: 'start',
-      initialState: { count: 0, log: [] },
-      newTurn: { turnId: 't1', input: [{ role: 'user', content: 'go' }] },
-      startedAt: Date.now() - 1_000,
-      leaseOwner: 'dead-process',
-      leaseMs: 1,
-      options: { input: 'go' },
-    });
+    await deadCounterRun(store);
     const fresh = resource();
     const toolSaw: unknown[] = [];
     const { seen, hooks } = seeing();
