@@ -52,7 +52,7 @@ export type { AuditHooks } from './runtime/hook-dispatch.js';
 export { DEFAULT_RESOURCE_LIMITS } from './runtime/limits.js';
 export type { ResolvedLimits, ResourceLimits } from './runtime/limits.js';
 export { MAX_INPUT_MESSAGES, normalizeTurnInput } from './runtime/turn-input.js';
-export type { NormalizedTurnInput, TurnInput } from './runtime/turn-input.js';
+export type { NormalizedTurnInput, TurnInput, UIMessageInput } from './runtime/turn-input.js';
 export type { RunHost, HostedBegin } from './runtime/run-host.js';
 export type { AgentResult } from './runtime/result.js';
 export { consoleLogger, silentLogger } from './runtime/logger.js';

@@ -1,7 +1,6 @@
 // A turn's input: a string, AI SDK ModelMessages or AI SDK UIMessages, checked and turned into the rows
 // the turn-start commit appends. Hostile input is refused here, before anything is written.
 import type { ModelMessage } from '@ai-sdk/provider-utils';
-import type { UIMessage } from 'ai';
 import { AgentError } from '../errors.js';
 import type { AssistantMessage, Message, MessageAttachment, ToolCall, ToolResultMessage, UserMessage } from '../messages.js';
 import { invalidInput, toAttachment } from './input-attachments.js';
@@ -13,7 +12,19 @@ import { inputTooLarge, safeJsonLength, type ResolvedLimits } from './limits.js'
  * holds user, assistant and tool messages and ends with a user message; system messages are refused
  * (instructions belong to the agent). See docs/input.md.
  */
-export type TurnInput = string | readonly ModelMessage[] | readonly UIMessage[];
+export type TurnInput = string | readonly ModelMessage[] | readonly UIMessageInput[];
+
+/**
+ * The shape of an AI SDK `UIMessage` (from `ai`) that a turn input takes; every `UIMessage` fits it. Kept
+ * structural, so helix's declarations do not pull the `ai` package's types into an application that does
+ * not use them. The parts are checked when the input is converted.
+ */
+export interface UIMessageInput {
+  readonly id: string;
+  readonly role: 'system' | 'user' | 'assistant';
+  readonly metadata?: unknown;
+  readonly parts: readonly { readonly type: string }[];
+}
 
 /** A turn input checked and converted: the rows to append, and the text hooks see as `input`. */
 export interface NormalizedTurnInput {
@@ -68,7 +79,7 @@ async function fromUiMessages(input: readonly unknown[]): Promise<readonly unkno
   });
   const { convertToModelMessages } = await import('ai');
   try {
-    return await convertToModelMessages(input as UIMessage[]);
+    return await convertToModelMessages(input as Parameters<typeof convertToModelMessages>[0]);
   } catch (cause) {
     throw invalidInput('the input', `the AI SDK could not convert the UIMessages (${cause instanceof Error ? cause.message : String(cause)})`);
   }
