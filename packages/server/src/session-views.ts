@@ -1,4 +1,4 @@
-import type { AgentErrorInfo, Message, PendingCall, RunRecord, RunStatus, RunUsageSummary, SuspensionRecord, TurnRecord, UsageRollup } from '@helix-agents/sdk';
+import type { AgentErrorInfo, PendingCall, RunRecord, RunStatus, RunUsageSummary, SessionSnapshot, SuspensionRecord, UsageRollup } from '@helix-agents/sdk';
 import type { HelixServerContext } from './server-context.js';
 
 /** Token totals over a session's runs, summed from their terminal chunks. */
@@ -12,17 +12,9 @@ export interface UsageTotals {
 }
 
 /** GET /api/sessions/:id: the committed session, its runs, what it waits on, and its usage. */
-export interface SessionDetails {
-  readonly sessionId: string;
-  readonly agentType: string;
-  readonly parentSessionId?: string;
-  readonly state: unknown;
-  readonly messages: readonly Message[];
-  readonly currentRunId: string | undefined;
+export interface SessionDetails extends Omit<SessionSnapshot, 'version'> {
+  /** The current run's status (undefined before the first run). */
   readonly status: RunStatus | undefined;
-  readonly turn: TurnRecord | undefined;
-  readonly stepCount: number;
-  readonly resumeCount: number;
   /** The latest runs, oldest first (at most `limits.listRuns`). */
   readonly runs: readonly RunRecord[];
   /** The calls the suspended current run waits on (empty unless suspended). */
