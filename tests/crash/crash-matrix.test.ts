@@ -2,16 +2,14 @@
 // killed with SIGKILL at each named crash point, a fresh process recovers the run, and the test checks
 // that nothing committed was lost or done twice, that side effects ran at most once per committed
 // step, that hooks paired as the spec says, and that the final state equals an uncrashed run's.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunRecord, SessionSnapshot } from '@helix-agents/sdk';
-import { startTestPostgres } from '@helix-agents/store-postgres/testing';
 import type { HookLogLine } from './agent.js';
 import { canonical, canonicalState, lines, runChild, type ChildResult } from './compare.js';
-import { openTarget, type TargetStores } from './targets.js';
+import { CRASH_STORES, useCrashTarget, type OpenedTarget } from './crash-target.js';
+import type { TargetStores } from './targets.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const CRASH_POINTS = [
@@ -52,39 +50,20 @@ async function runScenario(target: string, stores: TargetStores, dir: string, se
   return { session, run, effects: lines(sideEffectsFile), hooks: lines(hooksFile), crashed, recovered };
 }
 
-function crashMatrix(name: string, open: () => Promise<{ target: string; stop(): Promise<void> }>): void {
+function crashMatrix(name: string, open: () => Promise<OpenedTarget>): void {
   describe(`crash matrix on ${name}`, () => {
-    let target = '';
-    let stores: TargetStores;
-    let stop: () => Promise<void> = async () => {};
-    let dir = '';
-    let reference: Outcome;
-
-    beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), `helix-crash-${name}-`));
-      const opened = await open();
-      target = opened.target;
-      stop = opened.stop;
-      stores = await openTarget(target);
-      reference = await runScenario(target, stores, dir, 'reference', undefined);
-    }, 120_000);
-
-    afterAll(async () => {
-      await stores?.close();
-      await stop();
-      rmSync(dir, { recursive: true, force: true });
-    }, 60_000);
+    const t = useCrashTarget<Outcome>(`helix-crash-${name}`, open, ({ target, stores, dir }) => runScenario(target, stores, dir, 'reference', undefined));
 
     it('the uncrashed reference run completes with three committed steps', () => {
-      expect(reference.run.status).toBe('completed');
-      expect(reference.session.stepCount).toBe(3);
-      expect(canonicalState(reference.session.state)).toEqual(canonicalState({ count: 3, log: ['start', 'add 1', 'sent alice', 'sent bob', 'add 2', 'complete'] }));
-      expect(reference.effects.map((e) => e.to)).toEqual(['alice', 'bob']);
+      expect(t.reference.run.status).toBe('completed');
+      expect(t.reference.session.stepCount).toBe(3);
+      expect(canonicalState(t.reference.session.state)).toEqual(canonicalState({ count: 3, log: ['start', 'add 1', 'sent alice', 'sent bob', 'add 2', 'complete'] }));
+      expect(t.reference.effects.map((e) => e.to)).toEqual(['alice', 'bob']);
     });
 
     it.each(CRASH_POINTS)(`SIGKILL at %s, then recovery in a fresh process`, async (crashAt) => {
       const sessionId = `crash-${crashAt.replace('@', '-')}`;
-      const o = await runScenario(target, stores, dir, sessionId, crashAt);
+      const o = await runScenario(t.target, t.stores, t.dir, sessionId, crashAt);
       // The first process really died at the crash point, and the second finished the run.
       expect(o.crashed.signal, o.crashed.stderr).toBe('SIGKILL');
       expect(o.recovered.code, o.recovered.stderr).toBe(0);
@@ -94,9 +73,9 @@ function crashMatrix(name: string, open: () => Promise<{ target: string; stop():
 
       // No committed step lost, none committed twice; the final state is an uncrashed run's.
       expect(o.run.status).toBe('completed');
-      expect(o.session.stepCount).toBe(reference.session.stepCount);
-      expect(canonical(o.session.messages)).toEqual(canonical(reference.session.messages));
-      expect(canonicalState(o.session.state)).toEqual(canonicalState(reference.session.state));
+      expect(o.session.stepCount).toBe(t.reference.session.stepCount);
+      expect(canonical(o.session.messages)).toEqual(canonical(t.reference.session.messages));
+      expect(canonicalState(o.session.state)).toEqual(canonicalState(t.reference.session.state));
 
       // Every side-effecting call ran at most once (exactly once here: each send was committed).
       expect(o.effects.map((e) => e.to).sort()).toEqual(['alice', 'bob']);
@@ -117,12 +96,4 @@ function crashMatrix(name: string, open: () => Promise<{ target: string; stop():
   });
 }
 
-crashMatrix('sqlite', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'helix-crash-db-'));
-  return { target: `sqlite:${join(dir, 'crash.db')}`, stop: async () => rmSync(dir, { recursive: true, force: true }) };
-});
-
-crashMatrix('postgres', async () => {
-  const pg = await startTestPostgres();
-  return { target: `postgres:${pg.connectionString}`, stop: () => pg.stop() };
-});
+for (const [name, open] of CRASH_STORES) crashMatrix(name, open);

@@ -4,15 +4,13 @@
 // committed, and after the fold's step commit. A fresh process recovers the lead and its children; the
 // test checks that every child ran once, every afterSubAgent fired once, no recorded spawn fired
 // beforeSubAgent again, and the lead's state and transcript equal an uncrashed run's.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { childSessionId, type RunRecord, type SessionSnapshot } from '@helix-agents/sdk';
-import { startTestPostgres } from '@helix-agents/store-postgres/testing';
 import { canonical, lines, runChild, type ChildResult } from './compare.js';
-import { openTarget, type TargetStores } from './targets.js';
+import { CRASH_STORES, useCrashTarget, type OpenedTarget } from './crash-target.js';
+import type { TargetStores } from './targets.js';
 import { CALLS, type TreeHookLine } from './tree-agent.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -71,50 +69,31 @@ function count(hooks: readonly TreeHookLine[], point: string, agent: string, ext
   return hooks.filter((h) => h.point === point && h.agent === agent && extra(h)).length;
 }
 
-function subAgentCrashMatrix(name: string, open: () => Promise<{ target: string; stop(): Promise<void> }>): void {
+function subAgentCrashMatrix(name: string, open: () => Promise<OpenedTarget>): void {
   describe(`sub-agent crash matrix on ${name}`, () => {
-    let target = '';
-    let stores: TargetStores;
-    let stop: () => Promise<void> = async () => {};
-    let dir = '';
-    let reference: Outcome;
-
-    beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), `helix-tree-crash-${name}-`));
-      const opened = await open();
-      target = opened.target;
-      stop = opened.stop;
-      stores = await openTarget(target);
-      reference = await runScenario(target, stores, dir, 'tree-reference', undefined);
-    }, 120_000);
-
-    afterAll(async () => {
-      await stores?.close();
-      await stop();
-      rmSync(dir, { recursive: true, force: true });
-    }, 60_000);
+    const t = useCrashTarget<Outcome>(`helix-tree-crash-${name}`, open, ({ target, stores, dir }) => runScenario(target, stores, dir, 'tree-reference', undefined));
 
     it('the uncrashed reference: the lead folds both findings in one committed step, then finishes', () => {
-      expect(reference.crashed.code, reference.crashed.stderr).toBe(0);
-      expect(reference.run.status).toBe('completed');
-      expect(reference.session.stepCount).toBe(2);
-      expect(canonicalState(reference.session.state)).toEqual({ findings: { c_alpha: 'notes on alpha', c_beta: 'notes on beta' }, folds: 2, log: ['complete', 'spawn c_alpha', 'spawn c_beta', 'start'] });
-      for (const callId of CALLS) expect(reference.children.get(callId)?.run.status).toBe('completed');
+      expect(t.reference.crashed.code, t.reference.crashed.stderr).toBe(0);
+      expect(t.reference.run.status).toBe('completed');
+      expect(t.reference.session.stepCount).toBe(2);
+      expect(canonicalState(t.reference.session.state)).toEqual({ findings: { c_alpha: 'notes on alpha', c_beta: 'notes on beta' }, folds: 2, log: ['complete', 'spawn c_alpha', 'spawn c_beta', 'start'] });
+      for (const callId of CALLS) expect(t.reference.children.get(callId)?.run.status).toBe('completed');
     });
 
     it.each(CRASH_POINTS)('SIGKILL at %s, then recovery in a fresh process: every child ran once, every afterSubAgent fired once, and the state is an uncrashed run’s', async (crashAt) => {
       const sessionId = `tree-${crashAt.replace('@', '-')}`;
-      const o = await runScenario(target, stores, dir, sessionId, crashAt);
+      const o = await runScenario(t.target, t.stores, t.dir, sessionId, crashAt);
       expect(o.crashed.signal, o.crashed.stderr).toBe('SIGKILL');
       expect(o.recovered.code, o.recovered.stderr).toBe(0);
       expect((JSON.parse(o.recovered.stdout) as { recovered: boolean; result?: { status: string } }).result?.status).toBe('completed');
 
       // The lead: completed, the same committed steps, transcript and state as the uncrashed run.
       expect(o.run.status).toBe('completed');
-      expect(o.session.stepCount).toBe(reference.session.stepCount);
+      expect(o.session.stepCount).toBe(t.reference.session.stepCount);
       const ids = (m: unknown) => JSON.parse(JSON.stringify(m).replaceAll(sessionId, 'LEAD')) as unknown;
-      expect(ids(canonical(o.session.messages))).toEqual(ids(canonical(reference.session.messages)));
-      expect(canonicalState(o.session.state)).toEqual(canonicalState(reference.session.state));
+      expect(ids(canonical(o.session.messages))).toEqual(ids(canonical(t.reference.session.messages)));
+      expect(canonicalState(o.session.state)).toEqual(canonicalState(t.reference.session.state));
 
       for (const callId of CALLS) {
         // afterSubAgent once per call, across both processes.
@@ -146,7 +125,7 @@ function subAgentCrashMatrix(name: string, open: () => Promise<{ target: string;
         // Both children had completed before the lead's fold was killed: each fired its signal.
         if (crashAt.includes('k3')) expect(signals, `start signal of ${callId}`).toHaveLength(1);
         expect(count(o.hooks, 'onAgentComplete', 'researcher', (h) => h.sessionId === childSession)).toBe(1);
-        expect(child?.session.messages.filter((m) => m.role === 'assistant')).toEqual(reference.children.get(callId)?.session.messages.filter((m) => m.role === 'assistant'));
+        expect(child?.session.messages.filter((m) => m.role === 'assistant')).toEqual(t.reference.children.get(callId)?.session.messages.filter((m) => m.role === 'assistant'));
       }
       expect(count(o.hooks, 'onAgentStart', 'lead', (h) => h.startSignal === true)).toBe(1);
       expect(count(o.hooks, 'onAgentComplete', 'lead')).toBe(1);
@@ -157,12 +136,4 @@ function subAgentCrashMatrix(name: string, open: () => Promise<{ target: string;
   });
 }
 
-subAgentCrashMatrix('sqlite', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'helix-tree-crash-db-'));
-  return { target: `sqlite:${join(dir, 'tree.db')}`, stop: async () => rmSync(dir, { recursive: true, force: true }) };
-});
-
-subAgentCrashMatrix('postgres', async () => {
-  const pg = await startTestPostgres();
-  return { target: `postgres:${pg.connectionString}`, stop: () => pg.stop() };
-});
+for (const [name, open] of CRASH_STORES) subAgentCrashMatrix(name, open);
