@@ -1,10 +1,13 @@
 // Framework overhead per step (issues 2 and 17), every figure as a ratio within one run: a bare
 // hand-written tool loop, helix in memory (one observer; a no-op on every hook point; no hooks) at
-// several history lengths, 100 concurrent runs, the AI SDK's own tool loop (generateText), and helix on
-// SQLite beside one raw row commit on the same machine. Each variant runs in a child process of its
+// several history lengths, 100 concurrent runs, the AI SDK's own tool loop (generateText), helix on
+// SQLite beside one raw row commit on the same machine, and helix on a durable Postgres (a throwaway
+// cluster it starts) beside one raw single-row commit on the same pool. Each variant runs in a child process of its
 // own; the variants are interleaved in REPS rounds (in a rotating order), and each figure is the median
 // of the rounds, with the spread (min–max) of the per-round ratios.
-// Run: npm run bench   (options: --reps 5 --runs 15 --warmup 10 --only memory)
+// Every variant warms up for the same number of steps (--warmup-steps, default 20,000), whatever its run
+// length, and short runs are timed in batches (--sample-steps, default 2,000 steps per timing).
+// Run: npm run bench   (options: --reps 5 --runs 15 --warmup 10 --warmup-steps 20000 --sample-steps 2000 --only helix-)
 import { execFileSync } from 'node:child_process';
 import {
   bareConcurrent,
@@ -12,6 +15,7 @@ import {
   generateTextRun,
   helixBench,
   memoryStores,
+  postgresStores,
   rawSqliteCommits,
   retainedHeapMb,
   sqliteStores,
@@ -53,11 +57,28 @@ interface Variant {
   measure(): Promise<Sample>;
 }
 
-/** Warm-up, then the median of RUNS timings of `once` (ms for `work` steps), as µs per step. */
+/** Steps every variant runs before its clock starts, whatever its run length (the JIT must be warm for all). */
+const WARMUP_STEPS = arg('warmup-steps', 20_000);
+/** Steps one timing covers at least: short runs are timed in batches, so a sample is not one timer tick. */
+const SAMPLE_STEPS = arg('sample-steps', 2_000);
+const WARMUP_MS = 3_000;
+
+/**
+ * Warm-up (at least `warmup` runs and WARMUP_STEPS steps), then the median of `runs` timings of `once`
+ * (ms for `work` steps; each timing a batch of runs covering at least SAMPLE_STEPS steps), as µs per step.
+ */
 async function timed(once: () => Promise<number>, work: number, runs = RUNS, warmup = WARMUP): Promise<number> {
-  for (let i = 0; i < warmup; i++) await once();
+  // A slow variant (the AI SDK's loop) stops warming after WARMUP_MS once it ran its `warmup` runs.
+  const warmupRuns = Math.max(warmup, Math.ceil(WARMUP_STEPS / work));
+  const warmUntil = performance.now() + WARMUP_MS;
+  for (let i = 0; i < warmupRuns && (i < warmup || performance.now() < warmUntil); i++) await once();
+  const batch = Math.max(1, Math.ceil(SAMPLE_STEPS / work));
   const samples: number[] = [];
-  for (let i = 0; i < runs; i++) samples.push(await once());
+  for (let i = 0; i < runs; i++) {
+    let ms = 0;
+    for (let b = 0; b < batch; b++) ms += await once();
+    samples.push(ms / batch);
+  }
   return (median(samples) * 1000) / work;
 }
 
@@ -134,6 +155,36 @@ function helixSqlite(synchronous: 'NORMAL' | 'FULL'): Variant {
   };
 }
 
+const POSTGRES_STEPS = 50;
+
+/** helix on a durable Postgres cluster and, in the same process and interleaved with it, one raw row commit per transaction. */
+const helixPostgres: Variant = {
+  id: 'postgres',
+  name: `helix Postgres (durable), N=${POSTGRES_STEPS}`,
+  bare: 'bare-200',
+  measure: async () => {
+    const stores = await postgresStores();
+    try {
+      const bench = helixBench(stores, POSTGRES_STEPS);
+      const rounds = 5;
+      const steps: number[] = [];
+      const floor: number[] = [];
+      let statements = 0;
+      await bench.run();
+      await stores.rawCommits(POSTGRES_STEPS);
+      for (let r = 0; r < rounds; r++) {
+        const before = stores.statements();
+        steps.push((await bench.run()) / POSTGRES_STEPS);
+        statements += stores.statements() - before;
+        floor.push((await stores.rawCommits(POSTGRES_STEPS)) / POSTGRES_STEPS);
+      }
+      return { usPerStep: median(steps) * 1000, floorUs: median(floor) * 1000, txPerStep: statements / (rounds * POSTGRES_STEPS) };
+    } finally {
+      await stores.closeAll();
+    }
+  },
+};
+
 const aiSdk: Variant = { id: 'generateText-200', name: 'AI SDK generateText tool loop, N=200', bare: 'bare-200', measure: async () => ({ usPerStep: await timed(() => generateTextRun(200), 200, 7, 5) }) };
 const viaAdapter: Variant = {
   id: 'helix-aisdk-200',
@@ -159,6 +210,7 @@ const VARIANTS: Variant[] = [
   aiSdk,
   helixSqlite('NORMAL'),
   helixSqlite('FULL'),
+  helixPostgres,
 ].filter((v) => ONLY === '' || v.id.includes(ONLY) || v.id.startsWith('bare') || v.id === 'generateText-200');
 
 const HEAP_RUNS = 1000;
@@ -203,7 +255,8 @@ if (process.argv.includes('--heap')) {
     rows.push([variant.name, median(list.map((s) => s.usPerStep)).toFixed(2), fmt(vsBare, 1), fmt(vsAi, 3), fmt(vsFloor), tx === undefined ? '-' : tx.toFixed(2)]);
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  console.log(`\nFramework overhead per step, ${REPS} interleaved rounds (each variant in its own process: ${WARMUP} warm-up runs, median of ${RUNS}); ratios are per round, median (min–max). Node ${process.version}\n`);
+  console.log(`\nFramework overhead per step, ${REPS} interleaved rounds (each variant in its own process: at least ${WARMUP} warm-up runs and ${WARMUP_STEPS} warm-up steps, median of ${RUNS} timings of at least ${SAMPLE_STEPS} steps); ratios are per round, median (min–max). Node ${process.version}`);
+  console.log('tx/step: write transactions per step on SQLite; statements per step on Postgres (each its own transaction); both include the run\'s start and end.\n');
   for (const row of rows) console.log(row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
   const med = (id: string) => median((samples.get(id) ?? []).map((s) => s.usPerStep));
   if (samples.has('helix-observer-1000') && samples.has('helix-observer-10')) console.log(`\nflat in N: N=1000 over N=10 ${(med('helix-observer-1000') / med('helix-observer-10')).toFixed(2)}x`);

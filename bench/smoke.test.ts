@@ -1,7 +1,7 @@
 // The benches' workloads, run once each with few steps and NOT timed: they keep working, and what is
 // deterministic about them (transactions per step on SQLite) holds.
 import { describe, expect, it } from 'vitest';
-import { bareConcurrent, bareRun, generateTextRun, helixBench, memoryStores, rawSqliteCommits, sqliteStores } from './workloads.js';
+import { bareConcurrent, bareRun, generateTextRun, helixBench, memoryStores, postgresStores, rawSqliteCommits, sqliteStores } from './workloads.js';
 
 describe('bench smoke (untimed)', () => {
   it('the bare loop, helix in memory (each hook set, concurrent runs) and generateText complete their steps', async () => {
@@ -34,4 +34,21 @@ describe('bench smoke (untimed)', () => {
       }
     }
   });
+
+  it('helix on Postgres: each further step of a run is exactly one statement, beside a working raw-commit floor', async () => {
+    const stores = await postgresStores();
+    try {
+      const count = async (steps: number): Promise<number> => {
+        const before = stores.statements();
+        await helixBench(stores, steps).run();
+        return stores.statements() - before;
+      };
+      const short = await count(3);
+      const long = await count(13);
+      expect((long - short) / 10).toBe(1);
+      expect(await stores.rawCommits(3)).toBeGreaterThanOrEqual(0);
+    } finally {
+      await stores.closeAll();
+    }
+  }, 120_000);
 });

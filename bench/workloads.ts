@@ -27,6 +27,8 @@ import {
 } from '@helix-agents/sdk';
 import { createScriptedModel, type ScriptedStepObject } from '@helix-agents/sdk/testing';
 import { openSqliteStores, type SqliteStores } from '@helix-agents/store-sqlite';
+import { openPostgresStores, type PostgresStores } from '@helix-agents/store-postgres';
+import { startTestPostgres } from '@helix-agents/store-postgres/testing';
 
 /** Which hooks a helix run has: none, one observer (before/after model and tool), or a no-op on every point. */
 export type HookSet = 'none' | 'observer' | 'every-point';
@@ -104,6 +106,44 @@ export function sqliteStores(synchronous: 'NORMAL' | 'FULL', flushIntervalMs?: n
     close() {
       sqlite.close();
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Postgres stores on a throwaway durable cluster (fsync, synchronous commit and full-page writes on),
+ * started for this bench, beside the floor: one 1 KB row INSERT per transaction (autocommit) on the same
+ * pool. `statements` counts the statements the stores' pool sent. Stop it with `close()`.
+ */
+export async function postgresStores(): Promise<BenchStores & { readonly postgres: PostgresStores; statements(): number; rawCommits(count: number): Promise<number>; closeAll(): Promise<void> }> {
+  const cluster = await startTestPostgres({ durable: true });
+  const postgres = await openPostgresStores({ connectionString: cluster.connectionString, schema: 'bench' });
+  await postgres.pool.query('CREATE TABLE bench.bench_rows (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL)');
+  let statements = 0;
+  const pool = postgres.pool as unknown as { query: (...args: unknown[]) => Promise<unknown> };
+  const query = pool.query.bind(pool);
+  pool.query = (...args: unknown[]) => {
+    statements++;
+    return query(...args);
+  };
+  const body = 'r'.repeat(1024);
+  const insert = { name: 'bench_rows_insert', text: 'INSERT INTO bench.bench_rows (body) VALUES ($1)', values: [body] };
+  return {
+    postgres,
+    stateStore: postgres.stateStore,
+    streamManager: postgres.streamManager,
+    usageStore: postgres.usageStore,
+    statements: () => statements,
+    /** `count` one-row transactions, one after another; returns ms. */
+    async rawCommits(count: number): Promise<number> {
+      const started = performance.now();
+      for (let i = 0; i < count; i++) await query(insert);
+      return performance.now() - started;
+    },
+    close: () => {},
+    async closeAll(): Promise<void> {
+      await postgres.close();
+      await cluster.stop();
     },
   };
 }

@@ -67,8 +67,11 @@ export async function openPostgresStores(options: OpenPostgresStoresOptions): Pr
     ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
     ...(options.flushIntervalMs === undefined ? {} : { flushIntervalMs: options.flushIntervalMs }),
   });
-  // A step's chunks travel beside its commit.
-  stateStore.sendChunksWithCommits(() => streamManager.flushQueued());
+  // A step's chunks ride in its commit statement (the committing run's), or go beside it (other runs').
+  stateStore.sendChunksWithCommits(
+    () => streamManager.flushQueued(),
+    (runId) => streamManager.takeRider(runId),
+  );
   let closing: Promise<void> | undefined;
   return {
     stateStore,

@@ -36,6 +36,7 @@ import type {
 import type pg from 'pg';
 import { POSTGRES_SCHEMA_VERSION, schemaTooNewError } from './migrations.js';
 import { fromJson, run, sqlState, statements, storeError, toJson, toNumber, transaction, type Queryable, type Statement } from './sql.js';
+import { riderSql, type ChunkRider } from './stream-manager.js';
 
 /** Options of {@link PostgresStateStore}. */
 export interface PostgresStateStoreOptions {
@@ -63,6 +64,45 @@ function qualified(columns: string, alias: string): string {
 }
 
 function buildStatements(s: string) {
+  // K2–K5: the write of a plan in ONE statement (one round trip, one implicit transaction), under a
+  // compare-and-set: \`sess\` updates the session row only if it is still at the version ($19) and fence
+  // (current run $2, epoch $14, open) the plan was decided from, and every other part reads \`sess\`, so
+  // when the row moved on nothing at all is written. The UPDATE takes the row's lock; a concurrent writer
+  // we waited for makes the condition fail (Postgres re-checks it on the latest row version).
+  const commitCtes = `WITH sess AS (
+        UPDATE ${s}.sessions x SET
+          record_version = $5, version = $6::bigint, message_count = $7::integer, step_count = $8::integer, run_open = $9::boolean,
+          turn_start_committed = $10::boolean, turn_input_index = $11::integer, state = COALESCE($12::json, x.state), updated_at = $13::bigint
+        WHERE x.session_id = $1 AND x.current_run_id = $2::text AND x.run_epoch = $3::integer AND x.run_open AND x.version = $4::bigint
+          AND x.record_version <= $5
+        RETURNING x.session_id, x.state
+      ), step AS (
+        INSERT INTO ${s}.steps (run_id, step_index, committed_at)
+        SELECT $2, $14::integer, $13::bigint FROM sess WHERE $14::integer IS NOT NULL
+      ), msgs AS (
+        INSERT INTO ${s}.messages (session_id, idx, message)
+        SELECT sess.session_id, $15::integer + e.ord::integer - 1, e.value FROM sess, json_array_elements($16::json) WITH ORDINALITY AS e(value, ord)
+      ), run AS (
+        UPDATE ${s}.runs r SET
+          record_version = $5,
+          step_count = $17::integer,
+          status = COALESCE($18::text, r.status),
+          ended_at = COALESCE($19::bigint, r.ended_at),
+          output = COALESCE($20::json, r.output),
+          error = COALESCE($21::json, r.error),
+          suspension = COALESCE($22::json, r.suspension)
+        FROM sess WHERE r.run_id = $2
+      ), cp AS (
+        INSERT INTO ${s}.checkpoints (session_id, run_id, kind, step_count, message_count, created_at, state)
+        SELECT $1, $2, $23::text, $24::integer, $25::integer, $26::bigint, sess.state FROM sess WHERE $23::text IS NOT NULL
+        RETURNING id
+      ), used AS (
+        INSERT INTO ${s}.usage (session_id, run_id, entry)
+        SELECT u.session_id, u.run_id, u.entry FROM sess, ROWS FROM (json_array_elements($27::json), unnest($28::text[]), unnest($29::text[])) AS u(entry, session_id, run_id)
+      ), dropped AS (
+        DELETE FROM ${s}.journal j USING sess WHERE j.run_id = $2 AND ($30::boolean OR j.step_index <= $31::integer)
+      )`;
+  const rider = riderSql(s, 32, 'sess');
   // The first `count` rows: inside a statement that also cuts the conversation (a rewind), the snapshot
   // still shows the rows it deletes, and the session row's count is what the statement decided.
   const messagesOf = (row: string) => `(SELECT json_agg(m.message ORDER BY m.idx)::text FROM ${s}.messages m WHERE m.session_id = ${row}.session_id AND m.idx < ${row}.message_count)`;
@@ -116,45 +156,12 @@ function buildStatements(s: string) {
         RETURNING ${SESSION_COLUMNS}
       )
       SELECT sess.*, ${messagesOf('sess')} AS messages FROM sess`,
-    // K2–K5: the write of a plan in ONE statement (one round trip, one implicit transaction), under a
-    // compare-and-set: \`sess\` updates the session row only if it is still at the version ($19) and fence
-    // (current run $2, epoch $14, open) the plan was decided from, and every other part reads \`sess\`, so
-    // when the row moved on nothing at all is written. The UPDATE takes the row's lock; a concurrent writer
-    // we waited for makes the condition fail (Postgres re-checks it on the latest row version).
-    commit: `WITH sess AS (
-        UPDATE ${s}.sessions x SET
-          record_version = $5, version = $6::bigint, message_count = $7::integer, step_count = $8::integer, run_open = $9::boolean,
-          turn_start_committed = $10::boolean, turn_input_index = $11::integer, state = COALESCE($12::json, x.state), updated_at = $13::bigint
-        WHERE x.session_id = $1 AND x.current_run_id = $2::text AND x.run_epoch = $3::integer AND x.run_open AND x.version = $4::bigint
-          AND x.record_version <= $5
-        RETURNING x.session_id, x.state
-      ), step AS (
-        INSERT INTO ${s}.steps (run_id, step_index, committed_at)
-        SELECT $2, $14::integer, $13::bigint FROM sess WHERE $14::integer IS NOT NULL
-      ), msgs AS (
-        INSERT INTO ${s}.messages (session_id, idx, message)
-        SELECT sess.session_id, $15::integer + e.ord::integer - 1, e.value FROM sess, json_array_elements($16::json) WITH ORDINALITY AS e(value, ord)
-      ), run AS (
-        UPDATE ${s}.runs r SET
-          record_version = $5,
-          step_count = $17::integer,
-          status = COALESCE($18::text, r.status),
-          ended_at = COALESCE($19::bigint, r.ended_at),
-          output = COALESCE($20::json, r.output),
-          error = COALESCE($21::json, r.error),
-          suspension = COALESCE($22::json, r.suspension)
-        FROM sess WHERE r.run_id = $2
-      ), cp AS (
-        INSERT INTO ${s}.checkpoints (session_id, run_id, kind, step_count, message_count, created_at, state)
-        SELECT $1, $2, $23::text, $24::integer, $25::integer, $26::bigint, sess.state FROM sess WHERE $23::text IS NOT NULL
-        RETURNING id
-      ), used AS (
-        INSERT INTO ${s}.usage (session_id, run_id, entry)
-        SELECT u.session_id, u.run_id, u.entry FROM sess, ROWS FROM (json_array_elements($27::json), unnest($28::text[]), unnest($29::text[])) AS u(entry, session_id, run_id)
-      ), dropped AS (
-        DELETE FROM ${s}.journal j USING sess WHERE j.run_id = $2 AND ($30::boolean OR j.step_index <= $31::integer)
-      )
+    commit: `${commitCtes}
       SELECT (SELECT count(*) FROM sess)::integer AS applied, (SELECT id FROM cp) AS checkpoint_id`,
+    // The same, appending the run's queued stream chunks ($32–$38, a ChunkRider) when the commit applies:
+    // a step and its chunks in one statement, so one round trip and one transaction.
+    commitWithChunks: `${commitCtes}, ${rider.ctes}
+      SELECT (SELECT count(*) FROM sess)::integer AS applied, (SELECT id FROM cp) AS checkpoint_id, ${rider.columns}`,
     // A lease renewal, conditioned on the fence the caller presents (the run current, at its epoch, open).
     renew: `UPDATE ${s}.runs r SET lease_expires_at = $3 WHERE r.run_id = $1 AND r.epoch = $2 AND r.status = 'running'
       AND EXISTS (SELECT 1 FROM ${s}.sessions x WHERE x.session_id = r.session_id AND x.current_run_id = r.run_id AND x.run_epoch = r.epoch AND x.run_open)
@@ -355,6 +362,7 @@ export class PostgresStateStore implements StateStore, UsageStore {
   /** The session headers this store last read or wrote: what a commit decides from first. */
   readonly #headers = new Map<string, CommitBasis>();
   #chunks: (() => Promise<void>) | undefined;
+  #takeRider: ((runId: string) => ChunkRider | undefined) | undefined;
 
   constructor(pool: pg.Pool, options: PostgresStateStoreOptions = {}) {
     this.pool = pool;
@@ -368,9 +376,10 @@ export class PostgresStateStore implements StateStore, UsageStore {
   }
 
   async commit(commit: Commit): Promise<CommitReceipt> {
-    // The stream's queued chunks (the step's) go out now, beside the commit: no round trip of their own.
+    // The run's own queued chunks (the step's) ride in the commit statement; other runs' go out beside it.
+    const rider = this.#takeRider?.(commit.runId);
     const chunks = this.#chunks?.();
-    const receipt = this.#inOrder(sessionKey(commit.sessionId), () => this.#commit(commit));
+    const receipt = this.#inOrder(sessionKey(commit.sessionId), () => this.#commit(commit, rider));
     if (chunks === undefined) return receipt;
     const [result] = await Promise.allSettled([receipt, chunks]);
     if (result.status === 'rejected') throw result.reason;
@@ -378,11 +387,14 @@ export class PostgresStateStore implements StateStore, UsageStore {
   }
 
   /**
-   * Package-internal (used by `openPostgresStores`): what to call at each commit to send the stream's
-   * queued chunks beside it; the commit resolves once both landed.
+   * Package-internal (used by `openPostgresStores`): at each commit, `take` hands over the committing
+   * run's queued chunks, which the commit statement appends (one statement, one transaction, for a step
+   * and its chunks); `flush` sends every other writer's queued chunks beside it, and the commit resolves
+   * once both landed.
    */
-  sendChunksWithCommits(flush: () => Promise<void>): void {
+  sendChunksWithCommits(flush: () => Promise<void>, take?: (runId: string) => ChunkRider | undefined): void {
     this.#chunks = flush;
+    this.#takeRider = take;
   }
 
   async renewLease(runId: string, epoch: number, leaseMs: number, now: number): Promise<RunLease> {
@@ -541,7 +553,7 @@ export class PostgresStateStore implements StateStore, UsageStore {
 
   // ---- K2–K5 ----
 
-  async #commit(commit: Commit): Promise<CommitReceipt> {
+  async #commit(commit: Commit, rider?: ChunkRider): Promise<CommitReceipt> {
     const sessionId = commit.sessionId;
     try {
       // The hot path: decide from the kept header (or one fresh read) and write under a compare-and-set.
@@ -550,12 +562,17 @@ export class PostgresStateStore implements StateStore, UsageStore {
       const decision = planCommit(basis, commit);
       // A refusal decided from a fresh read is final; one decided from the kept header is confirmed under the lock.
       if (!decision.ok && !kept) throw decision.error;
-      const written = decision.ok ? await this.#writeCommit(this.pool, commit, basis, decision) : undefined;
-      const receipt = decision.ok && written ? this.#committed(commit, decision, written) : await this.#commitLocked(commit);
-      return receipt;
+      const written = decision.ok ? await this.#writeCommit(this.pool, commit, basis, decision, rider) : undefined;
+      if (decision.ok && written) return this.#committed(commit, decision, written);
+      // The locked path writes the commit alone: the chunks go back to their writer, which sends them.
+      rider?.restore();
+      return await this.#commitLocked(commit);
     } catch (error) {
       this.#headers.delete(sessionId);
       throw error;
+    } finally {
+      // Not written by any path above (a refusal, an error): the writer gets them back.
+      rider?.restore();
     }
   }
 
@@ -611,10 +628,15 @@ export class PostgresStateStore implements StateStore, UsageStore {
    * Writes a commit's plan in one statement, conditioned on the header it was decided from. Returns
    * undefined when the condition failed (nothing was written), else the checkpoint the commit wrote.
    */
-  async #writeCommit(db: Queryable, commit: Commit, basis: CommitBasis, plan: CommitPlan): Promise<{ checkpointId?: string } | undefined> {
-    let row: { applied: number; checkpoint_id: string | number | null } | undefined;
+  async #writeCommit(db: Queryable, commit: Commit, basis: CommitBasis, plan: CommitPlan, rider?: ChunkRider): Promise<{ checkpointId?: string } | undefined> {
+    let row: { applied: number; checkpoint_id: string | number | null; rider_first?: string | number | null } | undefined;
     try {
-      [row] = await run<{ applied: number; checkpoint_id: string | number | null }>(db, this.#sql.commit, commitValues(commit, basis, plan));
+      const values = commitValues(commit, basis, plan);
+      [row] = await run<{ applied: number; checkpoint_id: string | number | null; rider_first?: string | number | null }>(
+        db,
+        rider ? this.#sql.commitWithChunks : this.#sql.commit,
+        rider ? [...values, ...rider.values] : values,
+      );
     } catch (error) {
       // A second commit of a step breaks the steps primary key and rolls the whole statement back.
       if (plan.stepIndex !== undefined && sqlState(error) === '23505' && (error as { constraint?: string }).constraint === 'steps_pkey') {
@@ -623,6 +645,8 @@ export class PostgresStateStore implements StateStore, UsageStore {
       throw storeError('commit', error);
     }
     if (!row || row.applied === 0) return undefined;
+    // Applied: the chunks were appended with it, unless the run no longer owns the stream.
+    rider?.settle(row.rider_first !== null && row.rider_first !== undefined);
     return row.checkpoint_id === null ? {} : { checkpointId: `${CHECKPOINT_PREFIX}${String(row.checkpoint_id)}` };
   }
 

@@ -64,6 +64,41 @@ interface QueuedWrite {
 }
 
 /**
+ * Package-internal (the state store's side of `openPostgresStores`): a run's queued chunks, taken from
+ * its writer to be appended by the run's next commit statement, so that a step and its chunks are one
+ * statement and one transaction. While a rider is out, the writer sends nothing else (its order holds).
+ */
+export interface ChunkRider {
+  /** The append's parameters, in the order {@link riderSql} numbers them. */
+  readonly values: readonly unknown[];
+  /** The commit ran: the chunks were stored (`true`), or refused because the run no longer owns the stream. */
+  settle(written: boolean): void;
+  /** The commit wrote nothing: the chunks go back to the writer, ahead of anything queued since. */
+  restore(): void;
+}
+
+/**
+ * The SQL (in a statement's WITH list, after a CTE named `gate`) that appends a rider's chunks when
+ * `gate` has a row, and the select-list column that sends the readers' NOTIFY. `$n` placeholders start
+ * at `first`: stream id, owner run id, chunks JSON, count, run ids, NOTIFY channel, NOTIFY payload.
+ */
+export function riderSql(s: string, first: number, gate: string): { ctes: string; columns: string } {
+  const p = (i: number) => `$${first + i}`;
+  return {
+    ctes: `rider_st AS (
+        UPDATE ${s}.streams SET next_seq = next_seq + ${p(3)}::bigint
+        WHERE stream_id = ${p(0)} AND owner = ${p(1)} AND EXISTS (SELECT 1 FROM ${gate})
+        RETURNING next_seq - ${p(3)}::bigint AS first
+      ), rider_ins AS (
+        INSERT INTO ${s}.chunks (stream_id, seq, run_id, chunk)
+        SELECT ${p(0)}, rider_st.first + c.ord - 1, c.run_id, c.chunk
+        FROM rider_st, ROWS FROM (json_array_elements(${p(2)}::json), unnest(${p(4)}::text[])) WITH ORDINALITY AS c(chunk, run_id, ord)
+      )`,
+    columns: `(SELECT first FROM rider_st) AS rider_first, (SELECT pg_notify(${p(5)}, ${p(6)}) FROM rider_st)::text AS rider_notified`,
+  };
+}
+
+/**
  * The Postgres {@link StreamManager}: chunks are rows keyed by (stream, seq), and a `streams` row holds
  * the owner and the next offset. Following readers sleep on LISTEN/NOTIFY (with polling as a fallback),
  * so a reader in one process sees what a writer in another wrote as soon as it commits. A writer applies
@@ -163,6 +198,35 @@ export class PostgresStreamManager implements StreamManager {
     const writers = [...this.#queued];
     this.#queued.clear();
     await Promise.all(writers.map((writer) => writer.flushNow()));
+  }
+
+  /**
+   * Package-internal: the chunks `runId`'s writer queued, for its commit to append (see
+   * {@link ChunkRider}); undefined when it queued none, or is sending some already (they must land first).
+   */
+  takeRider(runId: string): ChunkRider | undefined {
+    for (const writer of this.#queued) {
+      if (writer.runId !== runId) continue;
+      const batch = writer.takeQueued();
+      if (batch === undefined) return undefined;
+      this.#queued.delete(writer);
+      if (this.#queued.size === 0 && this.#timer !== undefined) {
+        clearTimeout(this.#timer);
+        this.#timer = undefined;
+      }
+      const chunks = batch.writes.map((w) => w.chunk);
+      return {
+        values: [writer.streamId, writer.runId, JSON.stringify(chunks), chunks.length, chunks.map((c) => c.runId), this.channel, encodeWrite(writer.streamId)],
+        settle: (written) => {
+          if (written) this.#notifier.wake(writer.streamId);
+          else this.#retire(writer);
+          batch.settle(written);
+        },
+        // The writer sends them at once (the commit may retry on its locked path without them).
+        restore: () => batch.restore(),
+      };
+    }
+    return undefined;
   }
 
   /** Appends a batch of one writer's chunks; false when the writer no longer owns the stream. */
@@ -326,6 +390,38 @@ class PostgresStreamWriter implements StreamWriter {
       },
     });
     this.#manager.noteQueued(this);
+  }
+
+  /**
+   * Hands the queued writes to a commit (see {@link ChunkRider}), if nothing of this writer is in flight.
+   * Until the batch is settled or restored, later writes wait behind it, as behind a statement in flight.
+   */
+  takeQueued(): { writes: readonly QueuedWrite[]; settle(written: boolean): void; restore(): void } | undefined {
+    if (this.#failure !== undefined || this.#flushing !== undefined || this.#queue.length === 0 || this.#queue.length > MAX_BATCH) return undefined;
+    const writes = this.#queue;
+    this.#queue = [];
+    let release: () => void = () => {};
+    // Settled or restored, the writer sends what is queued by then (the restored writes first).
+    this.#flushing = new Promise<void>((resolve) => (release = resolve)).then(() => {
+      this.#flushing = undefined;
+      return this.#queue.length > 0 ? this.flushNow() : undefined;
+    });
+    let done = false;
+    return {
+      writes,
+      settle: (written) => {
+        if (done) return;
+        done = true;
+        for (const w of writes) w.resolve(written);
+        release();
+      },
+      restore: () => {
+        if (done) return;
+        done = true;
+        this.#queue.unshift(...writes);
+        release();
+      },
+    };
   }
 
   /** Sends what is queued (after the statement in flight, if any); resolves once the queue is empty. */
