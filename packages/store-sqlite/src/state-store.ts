@@ -1,6 +1,20 @@
 import { AgentError, StateCommitError } from '@helix-agents/sdk';
 import type { AgentErrorInfo, Message, UsageEntry, UsageFilter, UsageRollup, UsageStore } from '@helix-agents/sdk';
-import { beginRunResult, GENESIS_CHECKPOINT, NO_STEPS, orThrow, planBeginRun, planClaimRun, planCommit, planDeleteSession, planJournalAppend, planRenewLease, planRequestStop, sessionSnapshot } from '@helix-agents/sdk/store';
+import {
+  beginRunResult,
+  GENESIS_CHECKPOINT,
+  NO_STEPS,
+  orThrow,
+  planBeginRun,
+  planClaimRun,
+  planCommit,
+  planDeleteSession,
+  planJournalAppend,
+  planRenewLease,
+  planRequestStop,
+  resolveRetention,
+  sessionSnapshot,
+} from '@helix-agents/sdk/store';
 import type {
   BeginRunInput,
   BeginRunPlan,
@@ -16,7 +30,10 @@ import type {
   CommittingRun,
   JournalEntry,
   JournalKind,
+  Prunable,
+  PruneReport,
   RecoverableRun,
+  RetentionPolicy,
   RestorePoint,
   RunHeader,
   RunLease,
@@ -144,6 +161,19 @@ function parse<T>(text: string | null): T | undefined {
   return text === null ? undefined : (JSON.parse(text) as T);
 }
 
+/** Options of {@link SqliteStateStore}. */
+export interface SqliteStateStoreOptions {
+  /**
+   * What to keep of finished work (default: everything until the session is deleted). The state store
+   * reads `keepCheckpoints`: the commit that adds a checkpoint un-marks the oldest ones beyond it, in
+   * its own transaction. Chunks are the stream manager's.
+   */
+  readonly retention?: RetentionPolicy;
+}
+
+/** How many surplus checkpoints one commit un-marks at most (a policy turned on for an old database catches up over a few commits). */
+const TRIM_BATCH = 32;
+
 /**
  * The SQLite {@link StateStore}, also a {@link UsageStore} so that usage passed with a commit is
  * recorded in the commit's transaction. Every write is ONE `BEGIN IMMEDIATE` transaction: it reads the
@@ -154,9 +184,12 @@ function parse<T>(text: string | null): T | undefined {
  * its message rows and one `commits` row (the session's new counters, state, usage and checkpoint) and
  * updates nothing else. Statements are prepared once per store.
  */
-export class SqliteStateStore implements StateStore, UsageStore {
+export class SqliteStateStore implements StateStore, UsageStore, Prunable {
   /** The database this store writes. */
   readonly database: SqliteDatabase;
+  /** The checkpoints kept per session (Infinity: all). */
+  readonly #keepCheckpoints: number;
+  readonly #prune: () => number;
   readonly #usage: UsageTable;
   readonly #q: ReturnType<typeof prepare>;
   readonly #beginRun: (request: BeginRunRequest) => BeginRunResult;
@@ -172,8 +205,9 @@ export class SqliteStateStore implements StateStore, UsageStore {
   readonly #readRun: (runId: string) => RunRecord | undefined;
   readonly #readCheckpoint: (sessionId: string, id: number) => Checkpoint | undefined;
 
-  constructor(database: SqliteDatabase) {
+  constructor(database: SqliteDatabase, options: SqliteStateStoreOptions = {}) {
     this.database = database;
+    this.#keepCheckpoints = resolveRetention(options.retention).keepCheckpoints;
     const db = handleOf(database);
     this.#usage = new UsageTable(db);
     const q = prepare(db);
@@ -222,6 +256,12 @@ export class SqliteStateStore implements StateStore, UsageStore {
       del.session.run(row.sid);
       return true;
     });
+    // Journals of runs that are not their session's current run (left by versions before K1 dropped them).
+    const deadJournals = db.prepare(
+      `DELETE FROM journal WHERE run_id IN (SELECT DISTINCT j.run_id FROM journal j LEFT JOIN runs r ON r.run_id = j.run_id
+         LEFT JOIN sessions s ON s.session_id = r.session_id WHERE s.current_run_id IS NOT j.run_id)`,
+    );
+    this.#prune = immediate(db, () => deadJournals.run().changes);
     // Reads run in one (deferred) transaction so that they see one snapshot of the database, never part of a commit.
     this.#readSession = deferred(db, (sessionId) => {
       const row = q.session.get(sessionId);
@@ -337,6 +377,16 @@ export class SqliteStateStore implements StateStore, UsageStore {
     return guard('delete a session', () => this.#deleteSession(sessionId));
   }
 
+  /**
+   * Drops the journal entries of runs that are no longer their session's current run (a database written
+   * by an older version kept them). Checkpoints are trimmed by the commit that adds one; chunks are the
+   * stream manager's (`openSqliteStores(...).prune()` runs both).
+   */
+  async prune(): Promise<PruneReport> {
+    this.#flush();
+    return { chunks: 0, journalEntries: guard('prune', () => this.#prune()) };
+  }
+
   async record(entries: readonly UsageEntry[]): Promise<void> {
     this.#flush();
     if (entries.length > 0) this.#usage.record(entries);
@@ -382,10 +432,9 @@ export class SqliteStateStore implements StateStore, UsageStore {
       q.dropCheckpoints.run(sid, rewind.to === 'genesis' ? 0 : rewind.checkpoint.version);
       if (!plan.create) stateRef = rewind.to === 'genesis' ? q.genesis.get(sid)! : rewind.checkpoint.stateRef;
     }
-    if (supersede) {
-      q.supersedeRun.run(supersede.endedAt, supersede.stepCount, supersede.runId);
-      q.dropJournal.run(supersede.runId);
-    }
+    if (supersede) q.supersedeRun.run(supersede.endedAt, supersede.stepCount, supersede.runId);
+    // The replaced run never writes again: its journal has no reader left.
+    if (plan.dropJournalOf !== undefined) q.dropJournal.run(plan.dropJournalOf);
     q.startSession.run(run.runId, json(session.turn), session.agentType, session.resumeCount, sid);
     q.insertRun.run(run.runId, SQLITE_RECORD_VERSION, run.sessionId, run.turnId, run.agentType, run.signal, run.startedAt, run.leaseOwner, run.leaseExpiresAt, JSON.stringify(run.options));
     // K1 is a write of the session too: it gets a commits row (the version moves, the new run's step set starts empty).
@@ -447,6 +496,8 @@ export class SqliteStateStore implements StateStore, UsageStore {
       usage,
       commit.committedAt,
     );
+    // Only the newest checkpoints stay checkpoints (their rows stay: versions and states live on them).
+    if (plan.checkpoint && Number.isFinite(this.#keepCheckpoints)) q.trimCheckpoints.run(sid, this.#keepCheckpoints);
     const drop = plan.dropJournal;
     if (drop?.all) q.dropJournal.run(drop.runId);
     else if (drop) q.dropJournalThrough.run(drop.runId, drop.throughStep);
@@ -560,6 +611,9 @@ function prepare(db: BetterSqlite3.Database) {
     messages: db.prepare<[number, number], string>('SELECT body FROM messages WHERE sid = ? AND idx < ? ORDER BY idx').pluck(),
     deleteMessages: db.prepare<[number, number]>('DELETE FROM messages WHERE sid = ? AND idx >= ?'),
     dropCheckpoints: db.prepare<[number, number]>('UPDATE commits SET checkpoint = NULL WHERE sid = ? AND version > ? AND checkpoint IS NOT NULL'),
+    trimCheckpoints: db.prepare<[number, number]>(
+      `UPDATE commits SET checkpoint = NULL WHERE id IN (SELECT id FROM commits INDEXED BY commits_checkpoints WHERE sid = ? AND checkpoint IS NOT NULL ORDER BY version DESC LIMIT ${TRIM_BATCH} OFFSET ?)`,
+    ),
     insertMessage: db.prepare<[number, number, string]>('INSERT INTO messages (sid, idx, body) VALUES (?, ?, ?)'),
     checkpoints: db.prepare<[number], CheckpointRow>(
       'SELECT id, version, run_id, checkpoint, step_count, message_count, committed_at FROM commits WHERE sid = ? AND checkpoint IS NOT NULL ORDER BY version',
