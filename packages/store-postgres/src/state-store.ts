@@ -1,6 +1,20 @@
 import { StateCommitError, rollupUsage } from '@helix-agents/sdk';
 import type { AgentErrorInfo, Message, StartSignalKind, UsageEntry, UsageFilter, UsageRollup, UsageStore } from '@helix-agents/sdk';
-import { beginRunResult, GENESIS_CHECKPOINT, orThrow, planBeginRun, planClaimRun, planCommit, planDeleteSession, planJournalAppend, planRenewLease, planRequestStop, sessionSnapshot, stepSetOf } from '@helix-agents/sdk/store';
+import {
+  beginRunResult,
+  GENESIS_CHECKPOINT,
+  orThrow,
+  planBeginRun,
+  planClaimRun,
+  planCommit,
+  planDeleteSession,
+  planJournalAppend,
+  planRenewLease,
+  planRequestStop,
+  resolveRetention,
+  sessionSnapshot,
+  stepSetOf,
+} from '@helix-agents/sdk/store';
 import type {
   BeginRunInput,
   BeginRunPlan,
@@ -18,8 +32,11 @@ import type {
   JournalDrop,
   JournalEntry,
   JournalKind,
+  Prunable,
+  PruneReport,
   RecoverableRun,
   RestorePoint,
+  RetentionPolicy,
   RunHeader,
   RunLease,
   RunOptionsRecord,
@@ -41,7 +58,16 @@ import { fromJson, run, sqlState, statements, storeError, toJson, toNumber, tran
 export interface PostgresStateStoreOptions {
   /** The Postgres schema holding the tables ('helix' by default); migrate it first with `migratePostgres`. */
   readonly schema?: string;
+  /**
+   * What to keep of finished work (default: everything until the session is deleted). The state store
+   * reads `keepCheckpoints`: the commit statement that adds a checkpoint deletes the oldest ones beyond
+   * it (no extra round trip). Chunks are the stream manager's.
+   */
+  readonly retention?: RetentionPolicy;
 }
+
+/** How many surplus checkpoints one commit deletes at most (a policy turned on for an old schema catches up over a few commits). */
+const TRIM_BATCH = 32;
 
 // The columns of the session header the rules read (the session row without its state and initial state).
 const HEADER_COLUMNS = `session_id, record_version, agent_type, parent_session_id, current_run_id,
@@ -92,7 +118,7 @@ function buildStatements(s: string) {
         UPDATE ${s}.runs SET status = 'superseded', ended_at = $21::bigint, record_version = $2
         WHERE run_id = $10::text AND run_id <> $3::text
       ), dropped AS (
-        DELETE FROM ${s}.journal WHERE run_id = $10::text
+        DELETE FROM ${s}.journal WHERE run_id = $22::text AND run_id <> $3::text
       ), cut AS (
         DELETE FROM ${s}.messages WHERE $13::boolean AND session_id = $1 AND idx >= $15::integer
       ), branch AS (
@@ -153,6 +179,10 @@ function buildStatements(s: string) {
         SELECT u.session_id, u.run_id, u.entry FROM sess, ROWS FROM (json_array_elements($27::json), unnest($28::text[]), unnest($29::text[])) AS u(entry, session_id, run_id)
       ), dropped AS (
         DELETE FROM ${s}.journal j USING sess WHERE j.run_id = $2 AND ($30::boolean OR j.step_index <= $31::integer)
+      ), trimmed AS (
+        -- retention.keepCheckpoints ($32): this statement's snapshot does not show the row cp inserts, so keep $32 - 1 older ones.
+        DELETE FROM ${s}.checkpoints t USING sess WHERE $23::text IS NOT NULL AND $32::integer IS NOT NULL AND t.session_id = $1
+          AND t.id IN (SELECT o.id FROM ${s}.checkpoints o WHERE o.session_id = $1 ORDER BY o.id DESC OFFSET $32::integer - 1 LIMIT ${TRIM_BATCH})
       )
       SELECT (SELECT count(*) FROM sess)::integer AS applied, (SELECT id FROM cp) AS checkpoint_id`,
     // A lease renewal, conditioned on the fence the caller presents (the run current, at its epoch, open).
@@ -214,6 +244,10 @@ function buildStatements(s: string) {
     checkpoint: `SELECT c.id, c.session_id, c.run_id, c.kind, c.step_count, c.message_count, c.created_at, c.state::text AS state,
         (SELECT json_agg(m.message ORDER BY m.idx)::text FROM ${s}.messages m WHERE m.session_id = c.session_id AND m.idx < c.message_count) AS messages
       FROM ${s}.checkpoints c WHERE c.session_id = $1 AND c.id = $2`,
+    // Journals of runs that are no longer their session's current run (left by versions before K1 dropped them).
+    pruneJournals: `WITH gone AS (DELETE FROM ${s}.journal j WHERE NOT EXISTS (SELECT 1 FROM ${s}.runs r JOIN ${s}.sessions x ON x.session_id = r.session_id
+        WHERE r.run_id = j.run_id AND x.current_run_id = j.run_id) RETURNING 1)
+      SELECT count(*)::integer AS n FROM gone`,
     usageRecord: `INSERT INTO ${s}.usage (session_id, run_id, entry)
       SELECT u.session_id, u.run_id, u.entry FROM ROWS FROM (json_array_elements($1::json), unnest($2::text[]), unnest($3::text[])) AS u(entry, session_id, run_id)`,
     usageAll: `SELECT entry::text AS entry FROM ${s}.usage`,
@@ -344,7 +378,7 @@ const MAX_CACHED_HEADERS = 10_000;
  * A step costs O(rows it adds): messages are rows keyed by (session, index), and a checkpoint is the state
  * plus a conversation length. Operations of one session apply in call order.
  */
-export class PostgresStateStore implements StateStore, UsageStore {
+export class PostgresStateStore implements StateStore, UsageStore, Prunable {
   /** The pool the store queries through. */
   readonly pool: pg.Pool;
   /** The Postgres schema of its tables. */
@@ -355,9 +389,12 @@ export class PostgresStateStore implements StateStore, UsageStore {
   /** The session headers this store last read or wrote: what a commit decides from first. */
   readonly #headers = new Map<string, CommitBasis>();
   #chunks: (() => Promise<void>) | undefined;
+  /** The checkpoints kept per session (Infinity: all). */
+  readonly #keepCheckpoints: number;
 
   constructor(pool: pg.Pool, options: PostgresStateStoreOptions = {}) {
     this.pool = pool;
+    this.#keepCheckpoints = resolveRetention(options.retention).keepCheckpoints;
     this.schema = options.schema ?? 'helix';
     this.#sql = statements(this.schema, buildStatements);
   }
@@ -435,6 +472,20 @@ export class PostgresStateStore implements StateStore, UsageStore {
 
   async listCheckpoints(sessionId: string): Promise<readonly CheckpointInfo[]> {
     return this.#inOrder(sessionKey(sessionId), () => this.#listCheckpoints(sessionId));
+  }
+
+  /**
+   * Drops the journal entries of runs that are no longer their session's current run (a schema written
+   * by an older version kept them). Checkpoints are trimmed by the commit that adds one; chunks are the
+   * stream manager's (`openPostgresStores(...).prune()` runs both).
+   */
+  async prune(): Promise<PruneReport> {
+    try {
+      const [row] = await run<{ n: number }>(this.pool, this.#sql.pruneJournals, []);
+      return { chunks: 0, journalEntries: row?.n ?? 0 };
+    } catch (error) {
+      throw storeError('prune', error);
+    }
   }
 
   async deleteSession(sessionId: string): Promise<boolean> {
@@ -614,7 +665,7 @@ export class PostgresStateStore implements StateStore, UsageStore {
   async #writeCommit(db: Queryable, commit: Commit, basis: CommitBasis, plan: CommitPlan): Promise<{ checkpointId?: string } | undefined> {
     let row: { applied: number; checkpoint_id: string | number | null } | undefined;
     try {
-      [row] = await run<{ applied: number; checkpoint_id: string | number | null }>(db, this.#sql.commit, commitValues(commit, basis, plan));
+      [row] = await run<{ applied: number; checkpoint_id: string | number | null }>(db, this.#sql.commit, commitValues(commit, basis, plan, this.#keepCheckpoints));
     } catch (error) {
       // A second commit of a step breaks the steps primary key and rolls the whole statement back.
       if (plan.stepIndex !== undefined && sqlState(error) === '23505' && (error as { constraint?: string }).constraint === 'steps_pkey') {
@@ -880,6 +931,7 @@ interface PostgresRestorePoint extends RestorePoint {
 /** The parameters of `beginWrite`: K1's plan. */
 function beginWriteValues(request: BeginRunRequest, plan: BeginRunPlan<PostgresRestorePoint>): unknown[] {
   const { session, run: record, rewind, supersede } = plan;
+  // $22: the replaced run whose journal goes (docs/retention.md).
   const turn = session.turn;
   return [
     request.sessionId,
@@ -903,11 +955,12 @@ function beginWriteValues(request: BeginRunRequest, plan: BeginRunPlan<PostgresR
     session.version,
     session.resumeCount,
     supersede?.endedAt ?? null,
+    plan.dropJournalOf ?? null,
   ];
 }
 
 /** The parameters of `commit`: the plan, and the fence and version it was decided from. */
-function commitValues(commit: Commit, basis: CommitBasis, plan: CommitPlan): unknown[] {
+function commitValues(commit: Commit, basis: CommitBasis, plan: CommitPlan, keepCheckpoints: number): unknown[] {
   const { session, run: after, append } = plan;
   return [
     commit.sessionId,
@@ -931,6 +984,7 @@ function commitValues(commit: Commit, basis: CommitBasis, plan: CommitPlan): unk
     ...checkpointValues(plan.checkpoint),
     ...usageValues(commit.usage),
     ...journalDropValues(plan.dropJournal),
+    Number.isFinite(keepCheckpoints) ? keepCheckpoints : null,
   ];
 }
 
