@@ -407,6 +407,12 @@ export interface PruneReport {
   readonly chunks: number;
   /** Journal entries of runs that can never write again (left by older versions of the store). */
   readonly journalEntries: number;
+  /**
+   * Bookkeeping rows nothing reads any more (SQLite: commit rows that are neither a session's head, its
+   * genesis, a checkpoint nor the holder of one's state; Postgres: the committed-step rows of runs that
+   * are no longer current). 0 for the memory stores, which drop theirs as they go.
+   */
+  readonly records: number;
 }
 
 /** A store that drops finished work by its {@link RetentionPolicy} when asked. */

@@ -90,7 +90,7 @@ export async function openPostgresStores(options: OpenPostgresStoresOptions): Pr
   const prune = async (now: number = Date.now()): Promise<PruneReport> => {
     const chunks = await streamManager.prune(now);
     const journal = await stateStore.prune();
-    return { chunks: chunks.chunks, journalEntries: journal.journalEntries };
+    return { chunks: chunks.chunks, journalEntries: journal.journalEntries, records: journal.records };
   };
   // A failed timed prune (a lost connection) is tried again at the next tick.
   const stopPruning = schedulePrune(() => (closing === undefined ? prune() : Promise.resolve()), pruneIntervalMs);

@@ -248,6 +248,11 @@ function buildStatements(s: string) {
     pruneJournals: `WITH gone AS (DELETE FROM ${s}.journal j WHERE NOT EXISTS (SELECT 1 FROM ${s}.runs r JOIN ${s}.sessions x ON x.session_id = r.session_id
         WHERE r.run_id = j.run_id AND x.current_run_id = j.run_id) RETURNING 1)
       SELECT count(*)::integer AS n FROM gone`,
+    // The committed-step rows of runs that are no longer current: only the current run commits (the fence
+    // reads its steps), so nothing reads these.
+    pruneSteps: `WITH gone AS (DELETE FROM ${s}.steps st WHERE NOT EXISTS (SELECT 1 FROM ${s}.runs r JOIN ${s}.sessions x ON x.session_id = r.session_id
+        WHERE r.run_id = st.run_id AND x.current_run_id = st.run_id) RETURNING 1)
+      SELECT count(*)::integer AS n FROM gone`,
     usageRecord: `INSERT INTO ${s}.usage (session_id, run_id, entry)
       SELECT u.session_id, u.run_id, u.entry FROM ROWS FROM (json_array_elements($1::json), unnest($2::text[]), unnest($3::text[])) AS u(entry, session_id, run_id)`,
     usageAll: `SELECT entry::text AS entry FROM ${s}.usage`,
@@ -476,13 +481,15 @@ export class PostgresStateStore implements StateStore, UsageStore, Prunable {
 
   /**
    * Drops the journal entries of runs that are no longer their session's current run (a schema written
-   * by an older version kept them). Checkpoints are trimmed by the commit that adds one; chunks are the
+   * by an older version kept them), and the committed-step rows of those runs (only the current run's
+   * are read, by the commit fence). Checkpoints are trimmed by the commit that adds one; chunks are the
    * stream manager's (`openPostgresStores(...).prune()` runs both).
    */
   async prune(): Promise<PruneReport> {
     try {
-      const [row] = await run<{ n: number }>(this.pool, this.#sql.pruneJournals, []);
-      return { chunks: 0, journalEntries: row?.n ?? 0 };
+      const [journal] = await run<{ n: number }>(this.pool, this.#sql.pruneJournals, []);
+      const [steps] = await run<{ n: number }>(this.pool, this.#sql.pruneSteps, []);
+      return { chunks: 0, journalEntries: journal?.n ?? 0, records: steps?.n ?? 0 };
     } catch (error) {
       throw storeError('prune', error);
     }

@@ -296,7 +296,7 @@ export class PostgresStreamManager implements StreamManager, Prunable {
    * for a pruned offset goes on at the next kept chunk.
    */
   async prune(now: number = Date.now()): Promise<PruneReport> {
-    if (!Number.isFinite(this.#chunkTtlMs) || this.#closed) return { chunks: 0, journalEntries: 0 };
+    if (!Number.isFinite(this.#chunkTtlMs) || this.#closed) return { chunks: 0, journalEntries: 0, records: 0 };
     await this.flushQueued().catch(() => undefined);
     let chunks = 0;
     try {
@@ -309,7 +309,7 @@ export class PostgresStreamManager implements StreamManager, Prunable {
     } catch (error) {
       throw storeError('stream prune', error);
     }
-    return { chunks, journalEntries: 0 };
+    return { chunks, journalEntries: 0, records: 0 };
   }
 
   /** Stops listening; following readers end. Does not end the pool. */

@@ -57,7 +57,7 @@ export function openSqliteStores(options: SqliteStoresOptions = {}): SqliteStore
   const prune = async (now: number = Date.now()): Promise<PruneReport> => {
     const chunks = await streamManager.prune(now);
     const journal = await stateStore.prune();
-    return { chunks: chunks.chunks, journalEntries: journal.journalEntries };
+    return { chunks: chunks.chunks, journalEntries: journal.journalEntries, records: journal.records };
   };
   // A failed timed prune (a busy database) is tried again at the next tick.
   const stopPruning = schedulePrune(() => (database.closed ? Promise.resolve() : prune()), pruneIntervalMs);

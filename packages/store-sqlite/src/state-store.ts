@@ -174,6 +174,9 @@ export interface SqliteStateStoreOptions {
 /** How many surplus checkpoints one commit un-marks at most (a policy turned on for an old database catches up over a few commits). */
 const TRIM_BATCH = 32;
 
+/** How many commit rows one prune transaction deletes (or strips of their state) at most. */
+const PRUNE_BATCH = 2_000;
+
 /**
  * The SQLite {@link StateStore}, also a {@link UsageStore} so that usage passed with a commit is
  * recorded in the commit's transaction. Every write is ONE `BEGIN IMMEDIATE` transaction: it reads the
@@ -189,7 +192,7 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
   readonly database: SqliteDatabase;
   /** The checkpoints kept per session (Infinity: all). */
   readonly #keepCheckpoints: number;
-  readonly #prune: () => number;
+  readonly #prune: () => { journalEntries: number; records: number };
   readonly #usage: UsageTable;
   readonly #q: ReturnType<typeof prepare>;
   readonly #beginRun: (request: BeginRunRequest) => BeginRunResult;
@@ -261,7 +264,17 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
       `DELETE FROM journal WHERE run_id IN (SELECT DISTINCT j.run_id FROM journal j LEFT JOIN runs r ON r.run_id = j.run_id
          LEFT JOIN sessions s ON s.session_id = r.session_id WHERE s.current_run_id IS NOT j.run_id)`,
     );
-    this.#prune = immediate(db, () => deadJournals.run().changes);
+    // Commit rows nothing reads: not a session's head (its last row), not its genesis (version 1), not a
+    // checkpoint, and not the row holding the state of one of those. Rows that carry usage stay (the
+    // rollup reads them), without their state.
+    const unread = `WITH heads AS (SELECT sid, max(version) AS v FROM commits GROUP BY sid),
+        keep AS (SELECT coalesce(c.state_ref, c.id) AS id FROM commits c WHERE c.checkpoint IS NOT NULL
+          UNION SELECT coalesce(c.state_ref, c.id) FROM commits c JOIN heads h ON h.sid = c.sid AND h.v = c.version)
+      SELECT c.id FROM commits c JOIN heads h ON h.sid = c.sid
+      WHERE c.checkpoint IS NULL AND c.version > 1 AND c.version < h.v AND c.id NOT IN (SELECT id FROM keep)`;
+    const dropCommits = db.prepare(`DELETE FROM commits WHERE id IN (${unread} AND c.usage IS NULL LIMIT ${PRUNE_BATCH})`);
+    const dropStates = db.prepare(`UPDATE commits SET state = NULL WHERE id IN (${unread} AND c.usage IS NOT NULL AND c.state IS NOT NULL LIMIT ${PRUNE_BATCH})`);
+    this.#prune = immediate(db, () => ({ journalEntries: deadJournals.run().changes, records: dropCommits.run().changes + dropStates.run().changes }));
     // Reads run in one (deferred) transaction so that they see one snapshot of the database, never part of a commit.
     this.#readSession = deferred(db, (sessionId) => {
       const row = q.session.get(sessionId);
@@ -379,12 +392,24 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
 
   /**
    * Drops the journal entries of runs that are no longer their session's current run (a database written
-   * by an older version kept them). Checkpoints are trimmed by the commit that adds one; chunks are the
+   * by an older version kept them), and the commit rows nothing reads any more: rows that are neither a
+   * session's head, its genesis, a checkpoint nor the holder of one's state (a row that carries usage
+   * stays, without its state). Checkpoints are trimmed by the commit that adds one; chunks are the
    * stream manager's (`openSqliteStores(...).prune()` runs both).
    */
   async prune(): Promise<PruneReport> {
     this.#flush();
-    return { chunks: 0, journalEntries: guard('prune', () => this.#prune()) };
+    let journalEntries = 0;
+    let records = 0;
+    for (;;) {
+      const batch = guard('prune', () => this.#prune());
+      journalEntries += batch.journalEntries;
+      records += batch.records;
+      if (batch.records < PRUNE_BATCH) break;
+      // Let other writers in between batches.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    return { chunks: 0, journalEntries, records };
   }
 
   async record(entries: readonly UsageEntry[]): Promise<void> {

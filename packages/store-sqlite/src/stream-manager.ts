@@ -220,7 +220,7 @@ export class SqliteStreamManager implements StreamManager, Prunable {
    */
   async prune(now: number = Date.now()): Promise<PruneReport> {
     this.#flush();
-    if (!Number.isFinite(this.#chunkTtlMs) || this.database.closed) return { chunks: 0, journalEntries: 0 };
+    if (!Number.isFinite(this.#chunkTtlMs) || this.database.closed) return { chunks: 0, journalEntries: 0, records: 0 };
     const cutoff = now - this.#chunkTtlMs;
     let chunks = 0;
     for (;;) {
@@ -230,7 +230,7 @@ export class SqliteStreamManager implements StreamManager, Prunable {
       // Let other writers in between batches.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    return { chunks, journalEntries: 0 };
+    return { chunks, journalEntries: 0, records: 0 };
   }
 
   async *read(streamId: string, options: StreamReadOptions = {}): AsyncIterable<StreamChunk> {

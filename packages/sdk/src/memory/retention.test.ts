@@ -13,7 +13,7 @@ runRetentionConformance({
       prune: async (now) => {
         const chunks = await streamManager.prune(now);
         const journal = await stateStore.prune();
-        return { chunks: chunks.chunks, journalEntries: journal.journalEntries };
+        return { chunks: chunks.chunks, journalEntries: journal.journalEntries, records: journal.records };
       },
     };
   },

@@ -258,7 +258,7 @@ export class InMemoryStateStore implements StateStore, UsageStore, Prunable {
       journalEntries += entries.length;
       this.#journals.delete(runId);
     }
-    return { chunks: 0, journalEntries };
+    return { chunks: 0, journalEntries, records: 0 };
   }
 
   async record(entries: readonly UsageEntry[]): Promise<void> {

@@ -117,7 +117,7 @@ export class InMemoryStreamManager implements StreamManager, Prunable {
    * at the first chunk it must keep, so a running run's chunks (and everything after them) stay.
    */
   async prune(now: number = Date.now()): Promise<PruneReport> {
-    if (!Number.isFinite(this.#chunkTtlMs)) return { chunks: 0, journalEntries: 0 };
+    if (!Number.isFinite(this.#chunkTtlMs)) return { chunks: 0, journalEntries: 0, records: 0 };
     const cutoff = now - this.#chunkTtlMs;
     let chunks = 0;
     for (const row of this.#streams.values()) {
@@ -132,7 +132,7 @@ export class InMemoryStreamManager implements StreamManager, Prunable {
       row.base += n;
       chunks += n;
     }
-    return { chunks, journalEntries: 0 };
+    return { chunks, journalEntries: 0, records: 0 };
   }
 
   /** Stops the prune timer of `retention.pruneIntervalMs` (the timer never keeps the process alive anyway). */
