@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent, defineTool, type AgentConfig } from '../define.js';
@@ -173,12 +174,64 @@ export function runRetentionConformance(options: RetentionConformanceOptions): v
         expect(await readAll(streams, 's')).toEqual([]);
       }));
 
+      it('with pruneIntervalMs, a timer prunes without being asked', withStores({ chunkTtlMs: 0, pruneIntervalMs: 20 }, async ({ streamManager: streams }) => {
+        const w1 = await streams.claim('s', 'r1');
+        await w1.write(chunk('r1', T0, 'end'));
+        await streams.claim('s', 'r2');
+        const deadline = Date.now() + 5_000;
+        while ((await readAll(streams, 's')).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(await readAll(streams, 's')).toEqual([]);
+      }));
+
       it('without chunkTtlMs, prune drops no chunk', withStores({}, async ({ streamManager: streams, prune }) => {
         const w1 = await streams.claim('s', 'r1');
         await w1.write(chunk('r1', T0, 'end'));
         await streams.claim('s', 'r2');
         expect((await prune(T0 + 1e12)).chunks).toBe(0);
         expect(await readAll(streams, 's')).toHaveLength(1);
+      }));
+
+      it('for any sequence of claims, writes (one clock) and prunes, the stream keeps exactly the chunks the rule keeps, with their seqs', { timeout }, withStores({ chunkTtlMs: 100 }, async ({ streamManager: streams, prune }) => {
+        type Op = { readonly op: 'claim' } | { readonly op: 'write'; readonly type: 'custom' | 'end' | 'error' | 'suspended'; readonly dt: number } | { readonly op: 'prune'; readonly dt: number };
+        const op: fc.Arbitrary<Op> = fc.oneof(
+          fc.constant<Op>({ op: 'claim' }),
+          fc.record({ op: fc.constant('write' as const), type: fc.constantFrom('custom' as const, 'custom' as const, 'end' as const, 'error' as const, 'suspended' as const), dt: fc.integer({ min: 0, max: 80 }) }),
+          fc.record({ op: fc.constant('prune' as const), dt: fc.integer({ min: 0, max: 300 }) }),
+        );
+        let case_ = 0;
+        await fc.assert(
+          fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 25 }), async (ops) => {
+            const streamId = `p${++case_}`;
+            // The model: every chunk ever written, which are pruned, and who owns the stream.
+            const written: { seq: number; runId: string; timestamp: number; type: string; pruned: boolean }[] = [];
+            let owner: string | undefined;
+            let writer: Awaited<ReturnType<StreamManager['claim']>> | undefined;
+            let clock = T0;
+            let runs = 0;
+            for (const step of ops) {
+              if (step.op === 'claim') {
+                owner = `${streamId}-r${++runs}`;
+                writer = await streams.claim(streamId, owner);
+                expect(writer.startSeq).toBe(written.length);
+              } else if (step.op === 'write') {
+                if (!writer || !owner) continue;
+                clock += step.dt;
+                const input = { ...chunk(owner, clock, step.type), streamId, agentId: streamId } as StreamChunkInput;
+                expect(await writer.write(input)).toBe(true);
+                written.push({ seq: written.length, runId: owner, timestamp: clock, type: step.type, pruned: false });
+              } else {
+                const now = clock + step.dt;
+                await prune(now);
+                const last = written.at(-1);
+                const ownerEnded = last !== undefined && last.runId === owner && (last.type === 'end' || last.type === 'error');
+                for (const w of written) if ((w.runId !== owner || ownerEnded) && w.timestamp <= now - 100) w.pruned = true;
+              }
+              const kept = (await readAll(streams, streamId)).map((c) => [c.seq, c.runId]);
+              expect(kept).toEqual(written.filter((w) => !w.pruned).map((w) => [w.seq, w.runId]));
+            }
+          }),
+          { numRuns: 25 },
+        );
       }));
 
       it('a reader following a live run while prune runs over and over loses none of its chunks', withStores({ chunkTtlMs: 0 }, async ({ streamManager: streams, prune }) => {
