@@ -18,6 +18,7 @@ import {
   postgresStores,
   rawSqliteCommits,
   retainedHeapMb,
+  retainedSqliteRows,
   sqliteStores,
   type HookSet,
 } from './workloads.js';
@@ -214,10 +215,18 @@ const VARIANTS: Variant[] = [
 ].filter((v) => ONLY === '' || v.id.includes(ONLY) || v.id.startsWith('bare') || v.id === 'generateText-200');
 
 const HEAP_RUNS = 1000;
+/** The policy of the retention lines: one checkpoint per session, chunks of finished runs dropped at the next prune. */
+const RETENTION = { keepCheckpoints: 1, chunkTtlMs: 0 } as const;
 const only = process.argv.indexOf('--variant');
 if (process.argv.includes('--heap')) {
   // A child with --expose-gc: the retained heap after HEAP_RUNS runs, sessions deleted or kept.
-  process.stdout.write(JSON.stringify({ deleted: await retainedHeapMb(HEAP_RUNS, 20, false), kept: await retainedHeapMb(HEAP_RUNS, 20, true) }));
+  process.stdout.write(
+    JSON.stringify({
+      deleted: await retainedHeapMb(HEAP_RUNS, 20, false),
+      kept: await retainedHeapMb(HEAP_RUNS, 20, true),
+      keptWithPolicy: await retainedHeapMb(HEAP_RUNS, 20, true, RETENTION),
+    }),
+  );
 } else if (only >= 0) {
   // A child: one variant, so no other variant's garbage or JIT state is on its clock.
   const variant = VARIANTS.find((v) => v.id === process.argv[only + 1]);
@@ -261,7 +270,11 @@ if (process.argv.includes('--heap')) {
   const med = (id: string) => median((samples.get(id) ?? []).map((s) => s.usPerStep));
   if (samples.has('helix-observer-1000') && samples.has('helix-observer-10')) console.log(`\nflat in N: N=1000 over N=10 ${(med('helix-observer-1000') / med('helix-observer-10')).toFixed(2)}x`);
   if (samples.has('helix-every-point-200')) console.log(`every hook point over one observer: ${fmt(ratio('helix-every-point-200', (_, rep) => samples.get('helix-observer-200')?.[rep]?.usPerStep))}`);
-  const heap = JSON.parse(execFileSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1]!, '--heap'], { encoding: 'utf8' })) as { deleted: number; kept: number };
-  console.log(`retained heap after ${HEAP_RUNS} runs of 20 steps: ${heap.deleted.toFixed(2)} MB with each session deleted, ${heap.kept.toFixed(2)} MB with the sessions kept`);
+  const heap = JSON.parse(execFileSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1]!, '--heap'], { encoding: 'utf8' })) as { deleted: number; kept: number; keptWithPolicy: number };
+  console.log(
+    `retained heap after ${HEAP_RUNS} runs of 20 steps: ${heap.deleted.toFixed(2)} MB with each session deleted, ${heap.kept.toFixed(2)} MB with the sessions kept, ${heap.keptWithPolicy.toFixed(2)} MB kept with retention ${JSON.stringify(RETENTION)}`,
+  );
+  const tableRows = (r: Record<string, number>) => Object.entries(r).map(([k, v]) => `${k} ${v}`).join(', ');
+  console.log(`SQLite rows after ${HEAP_RUNS} turns of one session: ${tableRows(await retainedSqliteRows(HEAP_RUNS, 3, RETENTION))} with retention; ${tableRows(await retainedSqliteRows(HEAP_RUNS, 3))} without`);
   if (samples.has('helix-none-200')) console.log(`one observer over no hooks: ${fmt(ratio('helix-observer-200', (_, rep) => samples.get('helix-none-200')?.[rep]?.usPerStep))}`);
 }

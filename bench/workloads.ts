@@ -21,6 +21,7 @@ import {
   type LLMAdapter,
   type LLMStepRequest,
   type StepResult,
+  type RetentionPolicy,
   type StateStore,
   type StreamManager,
   type UsageStore,
@@ -89,9 +90,11 @@ export interface BenchStores {
   close(): void;
 }
 
-/** Fresh in-memory stores. */
-export function memoryStores(): BenchStores {
-  return { stateStore: new InMemoryStateStore(), streamManager: new InMemoryStreamManager(), close: () => {} };
+/** Fresh in-memory stores (with a retention policy when given). */
+export function memoryStores(retention?: RetentionPolicy): BenchStores & { prune(): Promise<unknown> } {
+  const stateStore = new InMemoryStateStore(retention ? { retention } : {});
+  const streamManager = new InMemoryStreamManager(retention ? { retention } : {});
+  return { stateStore, streamManager, prune: () => Promise.all([stateStore.prune(), streamManager.prune()]), close: () => streamManager.close() };
 }
 
 /** SQLite stores on a fresh file in a temporary folder (removed on close). */
@@ -274,15 +277,17 @@ function benchAgentFor(bench: { readonly agent: ReturnType<typeof benchAgent> })
   return bench.agent;
 }
 
-export async function retainedHeapMb(runs: number, steps: number, keep: boolean): Promise<number> {
+export async function retainedHeapMb(runs: number, steps: number, keep: boolean, retention?: RetentionPolicy): Promise<number> {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error('run with --expose-gc');
-  const stores = memoryStores();
+  const stores = memoryStores(retention);
   const bench = helixBench(stores, steps);
   const once = async (i: number): Promise<void> => {
     const handle = await bench.executor.execute(benchAgentFor(bench), 'go', { sessionId: `heap-${i}` });
     await handle.result();
     if (!keep) await bench.executor.deleteSession(`heap-${i}`);
+    // With a policy, prune as a timer would (here after every run).
+    if (retention) await stores.prune();
   };
   await once(-1);
   gc();
@@ -292,4 +297,40 @@ export async function retainedHeapMb(runs: number, steps: number, keep: boolean)
   gc();
   gc();
   return (process.memoryUsage().heapUsed - before) / (1024 * 1024);
+}
+
+/**
+ * Rows a SQLite file retains after `runs` runs in ONE session (a long chat: the first run has `steps`
+ * steps, each later turn answers at once as the conversation already holds them; pruned after
+ * every run as a timer would), with and without a retention policy: the checkpoints, journal entries and
+ * stream chunks the policy bounds, and the commits and messages that grow with the conversation.
+ */
+export async function retainedSqliteRows(runs: number, steps: number, retention?: RetentionPolicy): Promise<Record<'checkpoints' | 'journal' | 'chunks' | 'commits' | 'messages', number>> {
+  const dir = mkdtempSync(join(tmpdir(), 'helix-rows-'));
+  const sqlite = openSqliteStores({ path: join(dir, 'helix.db'), ...(retention ? { retention } : {}) });
+  try {
+    const executor = new JSAgentExecutor(sqlite.stateStore, sqlite.streamManager, new ZeroLatencyAdapter(steps), { logger: silentLogger });
+    const agent = benchAgent(steps);
+    for (let i = 0; i < runs; i++) {
+      const handle = i === 0 ? await executor.execute(agent, 'go', { sessionId: 'rows' }) : await executor.send('rows', 'go');
+      await handle.result();
+      await sqlite.prune();
+    }
+    const raw = new BetterSqlite3(sqlite.database.path, { readonly: true });
+    try {
+      const count = (sql: string): number => raw.prepare(sql).pluck().get() as number;
+      return {
+        checkpoints: count('SELECT count(*) FROM commits WHERE checkpoint IS NOT NULL'),
+        journal: count('SELECT count(*) FROM journal'),
+        chunks: count('SELECT count(*) FROM stream_chunks'),
+        commits: count('SELECT count(*) FROM commits'),
+        messages: count('SELECT count(*) FROM messages'),
+      };
+    } finally {
+      raw.close();
+    }
+  } finally {
+    sqlite.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -36,6 +36,8 @@ export type {
 // The records the runtime returns and the state port; store-implementer records live in @helix-agents/sdk/store.
 export { GENESIS_CHECKPOINT } from './store.js';
 export type { CheckpointInfo, PendingCall, RunOptionsRecord, RunRecord, RunStatus, SessionSnapshot, StateStore, StopRequest, SuspensionReason, SuspensionRecord, TurnRecord } from './store.js';
+// What stores keep of finished work (the same policy for every store).
+export type { Prunable, PruneReport, RetentionPolicy } from './store.js';
 export * from './usage.js';
 export * from './define.js';
 export { checkSchema, isAISDKSchema, toolJSONSchema } from './tool-schema.js';
@@ -67,5 +69,6 @@ export type { InProcessAgentClientOptions } from './runtime/in-process-agent-cli
 export { InMemoryStateStore } from './memory/state-store.js';
 export type { InMemoryRetention, InMemoryStateStoreOptions } from './memory/state-store.js';
 export { InMemoryStreamManager } from './memory/stream-manager.js';
+export type { InMemoryStreamManagerOptions } from './memory/stream-manager.js';
 export { InMemoryUsageStore } from './memory/usage-store.js';
 export type { SessionEvent, SessionEventType, SessionEventDataMap, SessionHookContext } from './subscribers/index.js';

@@ -343,3 +343,102 @@ export function stateConflictError(request: BeginRunRequest, currentRunId: strin
     { details: { sessionId: request.sessionId, currentRunId, status, expected: request.expect } },
   );
 }
+
+/**
+ * What a store keeps of finished work (docs/retention.md). Every store takes the same policy: the memory
+ * stores, `openSqliteStores` and `openPostgresStores`. Each field left out keeps today's behaviour
+ * (everything is kept until the session is deleted).
+ *
+ * One rule is not a choice, and needs no field: a run's journal goes once the run can never write
+ * again. Its terminal commit (K5) drops it, a supersede drops it, and a K1 that replaces the session's
+ * current run drops the replaced run's (a suspended run answered by a resume, or left by a new turn).
+ * A suspended run that is still its session's current run keeps its journal.
+ */
+export interface RetentionPolicy {
+  /**
+   * Keep at most this many checkpoints per session, the newest (default: all). The commit that adds a
+   * checkpoint drops the oldest ones beyond the limit. A dropped checkpoint can no longer be restored
+   * (a rewind or retry to it is refused with `state_not_found`); a rewind to genesis always can. An
+   * integer of at least 1.
+   */
+  readonly keepCheckpoints?: number;
+  /**
+   * Drop the stream chunks of finished runs once they are this old, in ms (default: never). A run's part
+   * of a stream is finished when it ended with an `end` or `error` chunk, or when a later run claimed the
+   * stream; a suspended run that still owns its stream is not finished. The chunks of a running run are
+   * never dropped. Chunks go when `prune()` runs (a caller, a scheduler, or `pruneIntervalMs`).
+   */
+  readonly chunkTtlMs?: number;
+  /** Run `prune()` on a timer every this many ms (default: never; the timer does not keep the process alive). */
+  readonly pruneIntervalMs?: number;
+}
+
+/** A {@link RetentionPolicy} with its defaults filled in (Infinity: keep everything). */
+export interface ResolvedRetention {
+  readonly keepCheckpoints: number;
+  readonly chunkTtlMs: number;
+  readonly pruneIntervalMs: number;
+}
+
+/**
+ * Checks a {@link RetentionPolicy} and fills in its defaults. Throws an AgentError `config_invalid`
+ * naming the field for a value that is not a positive whole number (`keepCheckpoints`,
+ * `pruneIntervalMs`) or not a number of at least 0 (`chunkTtlMs`).
+ */
+export function resolveRetention(policy: RetentionPolicy | undefined): ResolvedRetention {
+  const field = (name: keyof RetentionPolicy, min: number, integer: boolean): number => {
+    const value = policy?.[name];
+    if (value === undefined) return Number.POSITIVE_INFINITY;
+    const ok = typeof value === 'number' && !Number.isNaN(value) && value >= min && (!integer || Number.isInteger(value) || value === Number.POSITIVE_INFINITY);
+    if (!ok) {
+      throw new AgentError('config_invalid', `retention.${name} must be ${integer ? 'a whole number' : 'a number'} of at least ${min}; got ${String(value)}.`, {
+        hint: 'See RetentionPolicy: leave a field out to keep everything.',
+        details: { field: `retention.${name}`, value: String(value) },
+      });
+    }
+    return value;
+  };
+  return { keepCheckpoints: field('keepCheckpoints', 1, true), chunkTtlMs: field('chunkTtlMs', 0, false), pruneIntervalMs: field('pruneIntervalMs', 1, false) };
+}
+
+/** What one `prune()` dropped. */
+export interface PruneReport {
+  /** Stream chunks of finished runs, older than `chunkTtlMs`. */
+  readonly chunks: number;
+  /** Journal entries of runs that can never write again (left by older versions of the store). */
+  readonly journalEntries: number;
+  /**
+   * Bookkeeping rows nothing reads any more (SQLite: commit rows that are neither a session's head, its
+   * genesis, a checkpoint nor the holder of one's state; Postgres: the committed-step rows of runs that
+   * are no longer current). 0 for the memory stores, which drop theirs as they go.
+   */
+  readonly records: number;
+}
+
+/** A store that drops finished work by its {@link RetentionPolicy} when asked. */
+export interface Prunable {
+  /** Drops what the policy no longer keeps, as of `now` (ms since the epoch; `Date.now()` by default). */
+  prune(now?: number): Promise<PruneReport>;
+}
+
+/**
+ * Runs `prune` every `intervalMs` (when finite) on an unref'd timer, so it never keeps a process alive;
+ * a failed prune is reported to `onError` and the timer goes on. Returns the function that stops it.
+ */
+export function schedulePrune(prune: () => Promise<unknown>, intervalMs: number, onError: (error: unknown) => void = () => undefined): () => void {
+  if (!Number.isFinite(intervalMs)) return () => undefined;
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    prune().then(
+      () => (busy = false),
+      (error: unknown) => {
+        busy = false;
+        onError(error);
+      },
+    );
+  }, intervalMs);
+  timer.unref?.();
+  return () => clearInterval(timer);
+}

@@ -1,3 +1,5 @@
+import type { PruneReport, RetentionPolicy } from '@helix-agents/sdk/store';
+import { resolveRetention, schedulePrune } from '@helix-agents/sdk/store';
 import pg from 'pg';
 import { migratePostgres } from './migrations.js';
 import { PostgresStateStore } from './state-store.js';
@@ -11,6 +13,12 @@ export interface PostgresStoresCommonOptions {
   readonly pollIntervalMs?: number;
   /** How long a queued stream chunk waits for the next commit before it is written on its own (10 ms by default). */
   readonly flushIntervalMs?: number;
+  /**
+   * What to keep of finished work (default: everything until the session is deleted; docs/retention.md):
+   * the newest `keepCheckpoints` per session, the chunks of finished runs for `chunkTtlMs`, and a prune
+   * every `pruneIntervalMs` (stopped by `close()`). Throws an AgentError `config_invalid` for a bad value.
+   */
+  readonly retention?: RetentionPolicy;
 }
 
 /** Options of {@link openPostgresStores}: a connection string (the stores own their pool) or your pool. */
@@ -40,7 +48,12 @@ export interface PostgresStores {
   readonly usageStore: PostgresStateStore;
   readonly pool: pg.Pool;
   readonly schema: string;
-  /** Stops stream listening, and ends the pool when the stores created it. */
+  /**
+   * Drops what the retention policy no longer keeps, as of `now` (default `Date.now()`): the chunks of
+   * finished runs older than `chunkTtlMs`, and journal entries of runs that are no longer current.
+   */
+  prune(now?: number): Promise<PruneReport>;
+  /** Stops the prune timer and stream listening, and ends the pool when the stores created it. */
   close(): Promise<void>;
 }
 
@@ -50,6 +63,9 @@ export interface PostgresStores {
  */
 export async function openPostgresStores(options: OpenPostgresStoresOptions): Promise<PostgresStores> {
   const schema = options.schema ?? 'helix';
+  // Checked before connecting: a bad policy opens nothing.
+  const retention = options.retention ?? {};
+  const { pruneIntervalMs } = resolveRetention(retention);
   const owned = options.pool === undefined;
   const pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
   // An idle connection that breaks (a server restart) is dropped by the pool; without a listener the
@@ -61,9 +77,10 @@ export async function openPostgresStores(options: OpenPostgresStoresOptions): Pr
     if (owned) await pool.end();
     throw error;
   }
-  const stateStore = new PostgresStateStore(pool, { schema });
+  const stateStore = new PostgresStateStore(pool, { schema, retention });
   const streamManager = new PostgresStreamManager(pool, {
     schema,
+    retention,
     ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
     ...(options.flushIntervalMs === undefined ? {} : { flushIntervalMs: options.flushIntervalMs }),
   });
@@ -73,14 +90,23 @@ export async function openPostgresStores(options: OpenPostgresStoresOptions): Pr
     (runId) => streamManager.takeRider(runId),
   );
   let closing: Promise<void> | undefined;
+  const prune = async (now: number = Date.now()): Promise<PruneReport> => {
+    const chunks = await streamManager.prune(now);
+    const journal = await stateStore.prune();
+    return { chunks: chunks.chunks, journalEntries: journal.journalEntries, records: journal.records };
+  };
+  // A failed timed prune (a lost connection) is tried again at the next tick.
+  const stopPruning = schedulePrune(() => (closing === undefined ? prune() : Promise.resolve()), pruneIntervalMs);
   return {
     stateStore,
     streamManager,
     usageStore: stateStore,
     pool,
     schema,
+    prune,
     close: () =>
       (closing ??= (async () => {
+        stopPruning();
         await streamManager.close();
         if (owned) await pool.end();
       })()),

@@ -1,6 +1,20 @@
 import { StateCommitError, rollupUsage } from '@helix-agents/sdk';
 import type { AgentErrorInfo, Message, StartSignalKind, UsageEntry, UsageFilter, UsageRollup, UsageStore } from '@helix-agents/sdk';
-import { beginRunResult, GENESIS_CHECKPOINT, orThrow, planBeginRun, planClaimRun, planCommit, planDeleteSession, planJournalAppend, planRenewLease, planRequestStop, sessionSnapshot, stepSetOf } from '@helix-agents/sdk/store';
+import {
+  beginRunResult,
+  GENESIS_CHECKPOINT,
+  orThrow,
+  planBeginRun,
+  planClaimRun,
+  planCommit,
+  planDeleteSession,
+  planJournalAppend,
+  planRenewLease,
+  planRequestStop,
+  resolveRetention,
+  sessionSnapshot,
+  stepSetOf,
+} from '@helix-agents/sdk/store';
 import type {
   BeginRunInput,
   BeginRunPlan,
@@ -18,8 +32,11 @@ import type {
   JournalDrop,
   JournalEntry,
   JournalKind,
+  Prunable,
+  PruneReport,
   RecoverableRun,
   RestorePoint,
+  RetentionPolicy,
   RunHeader,
   RunLease,
   RunOptionsRecord,
@@ -42,7 +59,16 @@ import { riderSql, type ChunkRider } from './stream-manager.js';
 export interface PostgresStateStoreOptions {
   /** The Postgres schema holding the tables ('helix' by default); migrate it first with `migratePostgres`. */
   readonly schema?: string;
+  /**
+   * What to keep of finished work (default: everything until the session is deleted). The state store
+   * reads `keepCheckpoints`: the commit statement that adds a checkpoint deletes the oldest ones beyond
+   * it (no extra round trip). Chunks are the stream manager's.
+   */
+  readonly retention?: RetentionPolicy;
 }
+
+/** How many surplus checkpoints one commit deletes at most (a policy turned on for an old schema catches up over a few commits). */
+const TRIM_BATCH = 32;
 
 // The columns of the session header the rules read (the session row without its state and initial state).
 const HEADER_COLUMNS = `session_id, record_version, agent_type, parent_session_id, current_run_id,
@@ -101,8 +127,12 @@ function buildStatements(s: string) {
         SELECT u.session_id, u.run_id, u.entry FROM sess, ROWS FROM (json_array_elements($27::json), unnest($28::text[]), unnest($29::text[])) AS u(entry, session_id, run_id)
       ), dropped AS (
         DELETE FROM ${s}.journal j USING sess WHERE j.run_id = $2 AND ($30::boolean OR j.step_index <= $31::integer)
+      ), trimmed AS (
+        -- retention.keepCheckpoints ($32): this statement's snapshot does not show the row cp inserts, so keep $32 - 1 older ones.
+        DELETE FROM ${s}.checkpoints t USING sess WHERE $23::text IS NOT NULL AND $32::integer IS NOT NULL AND t.session_id = $1
+          AND t.id IN (SELECT o.id FROM ${s}.checkpoints o WHERE o.session_id = $1 ORDER BY o.id DESC OFFSET $32::integer - 1 LIMIT ${TRIM_BATCH})
       )`;
-  const rider = riderSql(s, 32, 'sess');
+  const rider = riderSql(s, 33, 'sess');
   // The first `count` rows: inside a statement that also cuts the conversation (a rewind), the snapshot
   // still shows the rows it deletes, and the session row's count is what the statement decided.
   const messagesOf = (row: string) => `(SELECT json_agg(m.message ORDER BY m.idx)::text FROM ${s}.messages m WHERE m.session_id = ${row}.session_id AND m.idx < ${row}.message_count)`;
@@ -132,7 +162,7 @@ function buildStatements(s: string) {
         UPDATE ${s}.runs SET status = 'superseded', ended_at = $21::bigint, record_version = $2
         WHERE run_id = $10::text AND run_id <> $3::text
       ), dropped AS (
-        DELETE FROM ${s}.journal WHERE run_id = $10::text
+        DELETE FROM ${s}.journal WHERE run_id = $22::text AND run_id <> $3::text
       ), cut AS (
         DELETE FROM ${s}.messages WHERE $13::boolean AND session_id = $1 AND idx >= $15::integer
       ), branch AS (
@@ -158,7 +188,7 @@ function buildStatements(s: string) {
       SELECT sess.*, ${messagesOf('sess')} AS messages FROM sess`,
     commit: `${commitCtes}
       SELECT (SELECT count(*) FROM sess)::integer AS applied, (SELECT id FROM cp) AS checkpoint_id`,
-    // The same, appending the run's queued stream chunks ($32–$38, a ChunkRider) when the commit applies:
+    // The same, appending the run's queued stream chunks ($33–$39, a ChunkRider) when the commit applies:
     // a step and its chunks in one statement, so one round trip and one transaction.
     commitWithChunks: `${commitCtes}, ${rider.ctes}
       SELECT (SELECT count(*) FROM sess)::integer AS applied, (SELECT id FROM cp) AS checkpoint_id, ${rider.columns}`,
@@ -221,6 +251,15 @@ function buildStatements(s: string) {
     checkpoint: `SELECT c.id, c.session_id, c.run_id, c.kind, c.step_count, c.message_count, c.created_at, c.state::text AS state,
         (SELECT json_agg(m.message ORDER BY m.idx)::text FROM ${s}.messages m WHERE m.session_id = c.session_id AND m.idx < c.message_count) AS messages
       FROM ${s}.checkpoints c WHERE c.session_id = $1 AND c.id = $2`,
+    // Journals of runs that are no longer their session's current run (left by versions before K1 dropped them).
+    pruneJournals: `WITH gone AS (DELETE FROM ${s}.journal j WHERE NOT EXISTS (SELECT 1 FROM ${s}.runs r JOIN ${s}.sessions x ON x.session_id = r.session_id
+        WHERE r.run_id = j.run_id AND x.current_run_id = j.run_id) RETURNING 1)
+      SELECT count(*)::integer AS n FROM gone`,
+    // The committed-step rows of runs that are no longer current: only the current run commits (the fence
+    // reads its steps), so nothing reads these.
+    pruneSteps: `WITH gone AS (DELETE FROM ${s}.steps st WHERE NOT EXISTS (SELECT 1 FROM ${s}.runs r JOIN ${s}.sessions x ON x.session_id = r.session_id
+        WHERE r.run_id = st.run_id AND x.current_run_id = st.run_id) RETURNING 1)
+      SELECT count(*)::integer AS n FROM gone`,
     usageRecord: `INSERT INTO ${s}.usage (session_id, run_id, entry)
       SELECT u.session_id, u.run_id, u.entry FROM ROWS FROM (json_array_elements($1::json), unnest($2::text[]), unnest($3::text[])) AS u(entry, session_id, run_id)`,
     usageAll: `SELECT entry::text AS entry FROM ${s}.usage`,
@@ -351,7 +390,7 @@ const MAX_CACHED_HEADERS = 10_000;
  * A step costs O(rows it adds): messages are rows keyed by (session, index), and a checkpoint is the state
  * plus a conversation length. Operations of one session apply in call order.
  */
-export class PostgresStateStore implements StateStore, UsageStore {
+export class PostgresStateStore implements StateStore, UsageStore, Prunable {
   /** The pool the store queries through. */
   readonly pool: pg.Pool;
   /** The Postgres schema of its tables. */
@@ -363,9 +402,12 @@ export class PostgresStateStore implements StateStore, UsageStore {
   readonly #headers = new Map<string, CommitBasis>();
   #chunks: (() => Promise<void>) | undefined;
   #takeRider: ((runId: string) => ChunkRider | undefined) | undefined;
+  /** The checkpoints kept per session (Infinity: all). */
+  readonly #keepCheckpoints: number;
 
   constructor(pool: pg.Pool, options: PostgresStateStoreOptions = {}) {
     this.pool = pool;
+    this.#keepCheckpoints = resolveRetention(options.retention).keepCheckpoints;
     this.schema = options.schema ?? 'helix';
     this.#sql = statements(this.schema, buildStatements);
   }
@@ -447,6 +489,22 @@ export class PostgresStateStore implements StateStore, UsageStore {
 
   async listCheckpoints(sessionId: string): Promise<readonly CheckpointInfo[]> {
     return this.#inOrder(sessionKey(sessionId), () => this.#listCheckpoints(sessionId));
+  }
+
+  /**
+   * Drops the journal entries of runs that are no longer their session's current run (a schema written
+   * by an older version kept them), and the committed-step rows of those runs (only the current run's
+   * are read, by the commit fence). Checkpoints are trimmed by the commit that adds one; chunks are the
+   * stream manager's (`openPostgresStores(...).prune()` runs both).
+   */
+  async prune(): Promise<PruneReport> {
+    try {
+      const [journal] = await run<{ n: number }>(this.pool, this.#sql.pruneJournals, []);
+      const [steps] = await run<{ n: number }>(this.pool, this.#sql.pruneSteps, []);
+      return { chunks: 0, journalEntries: journal?.n ?? 0, records: steps?.n ?? 0 };
+    } catch (error) {
+      throw storeError('prune', error);
+    }
   }
 
   async deleteSession(sessionId: string): Promise<boolean> {
@@ -631,7 +689,7 @@ export class PostgresStateStore implements StateStore, UsageStore {
   async #writeCommit(db: Queryable, commit: Commit, basis: CommitBasis, plan: CommitPlan, rider?: ChunkRider): Promise<{ checkpointId?: string } | undefined> {
     let row: { applied: number; checkpoint_id: string | number | null; rider_first?: string | number | null } | undefined;
     try {
-      const values = commitValues(commit, basis, plan);
+      const values = commitValues(commit, basis, plan, this.#keepCheckpoints);
       [row] = await run<{ applied: number; checkpoint_id: string | number | null; rider_first?: string | number | null }>(
         db,
         rider ? this.#sql.commitWithChunks : this.#sql.commit,
@@ -904,6 +962,7 @@ interface PostgresRestorePoint extends RestorePoint {
 /** The parameters of `beginWrite`: K1's plan. */
 function beginWriteValues(request: BeginRunRequest, plan: BeginRunPlan<PostgresRestorePoint>): unknown[] {
   const { session, run: record, rewind, supersede } = plan;
+  // $22: the replaced run whose journal goes (docs/retention.md).
   const turn = session.turn;
   return [
     request.sessionId,
@@ -927,11 +986,12 @@ function beginWriteValues(request: BeginRunRequest, plan: BeginRunPlan<PostgresR
     session.version,
     session.resumeCount,
     supersede?.endedAt ?? null,
+    plan.dropJournalOf ?? null,
   ];
 }
 
 /** The parameters of `commit`: the plan, and the fence and version it was decided from. */
-function commitValues(commit: Commit, basis: CommitBasis, plan: CommitPlan): unknown[] {
+function commitValues(commit: Commit, basis: CommitBasis, plan: CommitPlan, keepCheckpoints: number): unknown[] {
   const { session, run: after, append } = plan;
   return [
     commit.sessionId,
@@ -955,6 +1015,7 @@ function commitValues(commit: Commit, basis: CommitBasis, plan: CommitPlan): unk
     ...checkpointValues(plan.checkpoint),
     ...usageValues(commit.usage),
     ...journalDropValues(plan.dropJournal),
+    Number.isFinite(keepCheckpoints) ? keepCheckpoints : null,
   ];
 }
 

@@ -3,7 +3,8 @@ import type { StreamChunk, StreamManager, StreamReadOptions } from '@helix-agent
 import type pg from 'pg';
 import { encodeWrite, StreamNotifier } from './notifier.js';
 import { run, shortHash, statements, storeError, toNumber, type Statement } from './sql.js';
-import type { StreamChunkInput, StreamWriter } from '@helix-agents/sdk/store';
+import { resolveRetention } from '@helix-agents/sdk/store';
+import type { Prunable, PruneReport, RetentionPolicy, StreamChunkInput, StreamWriter } from '@helix-agents/sdk/store';
 
 /** Options of {@link PostgresStreamManager}. */
 export interface PostgresStreamManagerOptions {
@@ -22,7 +23,16 @@ export interface PostgresStreamManagerOptions {
    * trip of their own.
    */
   readonly flushIntervalMs?: number;
+  /**
+   * What to keep of finished work: the manager reads `chunkTtlMs` (default: keep every chunk). `prune()`
+   * drops the chunks of finished runs that are that old; `openPostgresStores` runs it every
+   * `pruneIntervalMs` when that is set.
+   */
+  readonly retention?: RetentionPolicy;
 }
+
+/** How many chunks one prune statement deletes at most. */
+const PRUNE_BATCH = 5_000;
 
 // Chunks read per query, and written per statement when writes queue up behind one in flight.
 const PAGE = 500;
@@ -51,6 +61,20 @@ function buildStatements(s: string) {
     page: `SELECT seq, chunk::text AS chunk FROM ${s}.chunks WHERE stream_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`,
     pageOfRun: `SELECT seq, chunk::text AS chunk FROM ${s}.chunks WHERE stream_id = $1 AND seq >= $2 AND run_id = $4 ORDER BY seq LIMIT $3`,
     owner: `SELECT owner FROM ${s}.streams WHERE stream_id = $1`,
+    // A chunk goes when it is old enough ($1) and its run is finished: another run owns the stream now, or
+    // the owner's last chunk is its end or error. A suspended owner, and a running one, keep theirs.
+    prune: `WITH gone AS (
+        DELETE FROM ${s}.chunks c USING (
+          SELECT k.stream_id, k.seq FROM ${s}.chunks k JOIN ${s}.streams o ON o.stream_id = k.stream_id
+          WHERE (k.chunk->>'timestamp')::bigint <= $1::bigint
+            AND (k.run_id IS DISTINCT FROM o.owner OR EXISTS (
+              SELECT 1 FROM ${s}.chunks t WHERE t.stream_id = o.stream_id AND t.seq = o.next_seq - 1 AND t.run_id = o.owner
+                AND t.chunk->>'type' IN ('end', 'error')))
+          LIMIT ${PRUNE_BATCH}
+        ) d WHERE c.stream_id = d.stream_id AND c.seq = d.seq
+        RETURNING 1
+      )
+      SELECT count(*)::integer AS n FROM gone`,
     deleteStream: `WITH c AS (DELETE FROM ${s}.chunks WHERE stream_id = $1) DELETE FROM ${s}.streams WHERE stream_id = $1`,
   };
 }
@@ -104,7 +128,7 @@ export function riderSql(s: string, first: number, gate: string): { ctes: string
  * so a reader in one process sees what a writer in another wrote as soon as it commits. A writer applies
  * its writes in call order; writes issued while one is in flight go out together in one statement.
  */
-export class PostgresStreamManager implements StreamManager {
+export class PostgresStreamManager implements StreamManager, Prunable {
   /** The pool the manager queries through. */
   readonly pool: pg.Pool;
   /** The Postgres schema of its tables. */
@@ -119,9 +143,11 @@ export class PostgresStreamManager implements StreamManager {
   readonly #flushIntervalMs: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
+  readonly #chunkTtlMs: number;
 
   constructor(pool: pg.Pool, options: PostgresStreamManagerOptions = {}) {
     this.pool = pool;
+    this.#chunkTtlMs = resolveRetention(options.retention).chunkTtlMs;
     this.schema = options.schema ?? 'helix';
     this.#sql = statements(this.schema, buildStatements);
     this.#pollIntervalMs = Math.max(10, options.pollIntervalMs ?? 1_000);
@@ -324,6 +350,30 @@ export class PostgresStreamManager implements StreamManager {
       throw storeError('stream delete', error);
     }
     this.#notifier.wake(streamId);
+  }
+
+  /**
+   * Drops the chunks of finished runs whose timestamp is at least `chunkTtlMs` before `now` (nothing
+   * without a `chunkTtlMs`), in statements of at most 5,000 chunks. A run is finished when another run
+   * claimed the stream after it, or when its last chunk is its `end` or `error`; the chunks of a running
+   * run, and of a suspended run that still owns the stream, stay. Chunks keep their seq: a reader asking
+   * for a pruned offset goes on at the next kept chunk.
+   */
+  async prune(now: number = Date.now()): Promise<PruneReport> {
+    if (!Number.isFinite(this.#chunkTtlMs) || this.#closed) return { chunks: 0, journalEntries: 0, records: 0 };
+    await this.flushQueued().catch(() => undefined);
+    let chunks = 0;
+    try {
+      for (;;) {
+        const [row] = await run<{ n: number }>(this.pool, this.#sql.prune, [now - this.#chunkTtlMs]);
+        const n = row?.n ?? 0;
+        chunks += n;
+        if (n < PRUNE_BATCH) break;
+      }
+    } catch (error) {
+      throw storeError('stream prune', error);
+    }
+    return { chunks, journalEntries: 0, records: 0 };
   }
 
   /** Stops listening; following readers end. Does not end the pool. */

@@ -6,6 +6,7 @@ export type { SqliteMigration } from './migrations.js';
 export { openSqliteStores } from './open.js';
 export type { SqliteStores, SqliteStoresOptions } from './open.js';
 export { SqliteStateStore } from './state-store.js';
+export type { SqliteStateStoreOptions } from './state-store.js';
 export { SqliteStreamManager } from './stream-manager.js';
 export type { SqliteStreamManagerOptions } from './stream-manager.js';
 export { SqliteUsageStore } from './usage-store.js';

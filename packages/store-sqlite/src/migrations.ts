@@ -120,6 +120,12 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     name: 'runs.stop_request: stops asked for by another process',
     sql: 'ALTER TABLE runs ADD COLUMN stop_request TEXT;',
   },
+  {
+    version: 3,
+    name: 'commits_checkpoints: the checkpoints of a session, newest first, for retention.keepCheckpoints',
+    // Partial: only checkpoint rows, so trimming to the newest N reads N + a few entries, not the session's history.
+    sql: 'CREATE INDEX commits_checkpoints ON commits (sid, version) WHERE checkpoint IS NOT NULL;',
+  },
 ];
 
 /** The schema version this code writes: the last migration's. */

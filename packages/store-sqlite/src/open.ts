@@ -1,3 +1,5 @@
+import type { PruneReport, RetentionPolicy } from '@helix-agents/sdk/store';
+import { resolveRetention, schedulePrune } from '@helix-agents/sdk/store';
 import type { SqliteDatabaseOptions } from './database.js';
 import { SqliteDatabase } from './database.js';
 import { SqliteStateStore } from './state-store.js';
@@ -9,6 +11,12 @@ export interface SqliteStoresOptions extends SqliteDatabaseOptions {
   readonly pollIntervalMs?: number;
   /** How long a queued chunk waits for the next state commit before it is written on its own (default 10 ms; see {@link SqliteStreamManagerOptions}). */
   readonly flushIntervalMs?: number;
+  /**
+   * What to keep of finished work (default: everything until the session is deleted; docs/retention.md):
+   * the newest `keepCheckpoints` per session, the chunks of finished runs for `chunkTtlMs`, and a prune
+   * every `pruneIntervalMs` (stopped by `close()`). Throws an AgentError `config_invalid` for a bad value.
+   */
+  readonly retention?: RetentionPolicy;
 }
 
 /** The three stores on one SQLite connection. */
@@ -20,7 +28,12 @@ export interface SqliteStores {
   readonly usageStore: SqliteStateStore;
   /** The shared connection. */
   readonly database: SqliteDatabase;
-  /** Flushes pending stream writes, ends following readers and closes the connection. */
+  /**
+   * Drops what the retention policy no longer keeps, as of `now` (default `Date.now()`): the chunks of
+   * finished runs older than `chunkTtlMs`, and journal entries of runs that are no longer current.
+   */
+  prune(now?: number): Promise<PruneReport>;
+  /** Stops the prune timer, flushes pending stream writes, ends following readers and closes the connection. */
   close(): void;
 }
 
@@ -30,12 +43,33 @@ export interface SqliteStores {
  * `state_schema_too_new` when a newer helix-agents wrote the file.
  */
 export function openSqliteStores(options: SqliteStoresOptions = {}): SqliteStores {
+  // Checked before the file is opened: a bad policy opens nothing.
+  const retention = options.retention ?? {};
+  const { pruneIntervalMs } = resolveRetention(retention);
   const database = SqliteDatabase.open(options);
-  const stateStore = new SqliteStateStore(database);
+  const stateStore = new SqliteStateStore(database, { retention });
   const streamOptions: SqliteStreamManagerOptions = {
+    retention,
     ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
     ...(options.flushIntervalMs === undefined ? {} : { flushIntervalMs: options.flushIntervalMs }),
   };
   const streamManager = new SqliteStreamManager(database, streamOptions);
-  return { stateStore, streamManager, usageStore: stateStore, database, close: () => database.close() };
+  const prune = async (now: number = Date.now()): Promise<PruneReport> => {
+    const chunks = await streamManager.prune(now);
+    const journal = await stateStore.prune();
+    return { chunks: chunks.chunks, journalEntries: journal.journalEntries, records: journal.records };
+  };
+  // A failed timed prune (a busy database) is tried again at the next tick.
+  const stopPruning = schedulePrune(() => (database.closed ? Promise.resolve() : prune()), pruneIntervalMs);
+  return {
+    stateStore,
+    streamManager,
+    usageStore: stateStore,
+    database,
+    prune,
+    close: () => {
+      stopPruning();
+      database.close();
+    },
+  };
 }

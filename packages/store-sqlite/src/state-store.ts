@@ -1,6 +1,20 @@
 import { AgentError, StateCommitError } from '@helix-agents/sdk';
 import type { AgentErrorInfo, Message, UsageEntry, UsageFilter, UsageRollup, UsageStore } from '@helix-agents/sdk';
-import { beginRunResult, GENESIS_CHECKPOINT, NO_STEPS, orThrow, planBeginRun, planClaimRun, planCommit, planDeleteSession, planJournalAppend, planRenewLease, planRequestStop, sessionSnapshot } from '@helix-agents/sdk/store';
+import {
+  beginRunResult,
+  GENESIS_CHECKPOINT,
+  NO_STEPS,
+  orThrow,
+  planBeginRun,
+  planClaimRun,
+  planCommit,
+  planDeleteSession,
+  planJournalAppend,
+  planRenewLease,
+  planRequestStop,
+  resolveRetention,
+  sessionSnapshot,
+} from '@helix-agents/sdk/store';
 import type {
   BeginRunInput,
   BeginRunPlan,
@@ -16,7 +30,10 @@ import type {
   CommittingRun,
   JournalEntry,
   JournalKind,
+  Prunable,
+  PruneReport,
   RecoverableRun,
+  RetentionPolicy,
   RestorePoint,
   RunHeader,
   RunLease,
@@ -144,6 +161,22 @@ function parse<T>(text: string | null): T | undefined {
   return text === null ? undefined : (JSON.parse(text) as T);
 }
 
+/** Options of {@link SqliteStateStore}. */
+export interface SqliteStateStoreOptions {
+  /**
+   * What to keep of finished work (default: everything until the session is deleted). The state store
+   * reads `keepCheckpoints`: the commit that adds a checkpoint un-marks the oldest ones beyond it, in
+   * its own transaction. Chunks are the stream manager's.
+   */
+  readonly retention?: RetentionPolicy;
+}
+
+/** How many surplus checkpoints one commit un-marks at most (a policy turned on for an old database catches up over a few commits). */
+const TRIM_BATCH = 32;
+
+/** How many commit rows one prune transaction deletes (or strips of their state) at most. */
+const PRUNE_BATCH = 2_000;
+
 /**
  * The SQLite {@link StateStore}, also a {@link UsageStore} so that usage passed with a commit is
  * recorded in the commit's transaction. Every write is ONE `BEGIN IMMEDIATE` transaction: it reads the
@@ -154,9 +187,12 @@ function parse<T>(text: string | null): T | undefined {
  * its message rows and one `commits` row (the session's new counters, state, usage and checkpoint) and
  * updates nothing else. Statements are prepared once per store.
  */
-export class SqliteStateStore implements StateStore, UsageStore {
+export class SqliteStateStore implements StateStore, UsageStore, Prunable {
   /** The database this store writes. */
   readonly database: SqliteDatabase;
+  /** The checkpoints kept per session (Infinity: all). */
+  readonly #keepCheckpoints: number;
+  readonly #prune: () => { journalEntries: number; records: number };
   readonly #usage: UsageTable;
   readonly #q: ReturnType<typeof prepare>;
   readonly #beginRun: (request: BeginRunRequest) => BeginRunResult;
@@ -172,8 +208,9 @@ export class SqliteStateStore implements StateStore, UsageStore {
   readonly #readRun: (runId: string) => RunRecord | undefined;
   readonly #readCheckpoint: (sessionId: string, id: number) => Checkpoint | undefined;
 
-  constructor(database: SqliteDatabase) {
+  constructor(database: SqliteDatabase, options: SqliteStateStoreOptions = {}) {
     this.database = database;
+    this.#keepCheckpoints = resolveRetention(options.retention).keepCheckpoints;
     const db = handleOf(database);
     this.#usage = new UsageTable(db);
     const q = prepare(db);
@@ -222,6 +259,22 @@ export class SqliteStateStore implements StateStore, UsageStore {
       del.session.run(row.sid);
       return true;
     });
+    // Journals of runs that are not their session's current run (left by versions before K1 dropped them).
+    const deadJournals = db.prepare(
+      `DELETE FROM journal WHERE run_id IN (SELECT DISTINCT j.run_id FROM journal j LEFT JOIN runs r ON r.run_id = j.run_id
+         LEFT JOIN sessions s ON s.session_id = r.session_id WHERE s.current_run_id IS NOT j.run_id)`,
+    );
+    // Commit rows nothing reads: not a session's head (its last row), not its genesis (version 1), not a
+    // checkpoint, and not the row holding the state of one of those. Rows that carry usage stay (the
+    // rollup reads them), without their state.
+    const unread = `WITH heads AS (SELECT sid, max(version) AS v FROM commits GROUP BY sid),
+        keep AS (SELECT coalesce(c.state_ref, c.id) AS id FROM commits c WHERE c.checkpoint IS NOT NULL
+          UNION SELECT coalesce(c.state_ref, c.id) FROM commits c JOIN heads h ON h.sid = c.sid AND h.v = c.version)
+      SELECT c.id FROM commits c JOIN heads h ON h.sid = c.sid
+      WHERE c.checkpoint IS NULL AND c.version > 1 AND c.version < h.v AND c.id NOT IN (SELECT id FROM keep)`;
+    const dropCommits = db.prepare(`DELETE FROM commits WHERE id IN (${unread} AND c.usage IS NULL LIMIT ${PRUNE_BATCH})`);
+    const dropStates = db.prepare(`UPDATE commits SET state = NULL WHERE id IN (${unread} AND c.usage IS NOT NULL AND c.state IS NOT NULL LIMIT ${PRUNE_BATCH})`);
+    this.#prune = immediate(db, () => ({ journalEntries: deadJournals.run().changes, records: dropCommits.run().changes + dropStates.run().changes }));
     // Reads run in one (deferred) transaction so that they see one snapshot of the database, never part of a commit.
     this.#readSession = deferred(db, (sessionId) => {
       const row = q.session.get(sessionId);
@@ -337,6 +390,28 @@ export class SqliteStateStore implements StateStore, UsageStore {
     return guard('delete a session', () => this.#deleteSession(sessionId));
   }
 
+  /**
+   * Drops the journal entries of runs that are no longer their session's current run (a database written
+   * by an older version kept them), and the commit rows nothing reads any more: rows that are neither a
+   * session's head, its genesis, a checkpoint nor the holder of one's state (a row that carries usage
+   * stays, without its state). Checkpoints are trimmed by the commit that adds one; chunks are the
+   * stream manager's (`openSqliteStores(...).prune()` runs both).
+   */
+  async prune(): Promise<PruneReport> {
+    this.#flush();
+    let journalEntries = 0;
+    let records = 0;
+    for (;;) {
+      const batch = guard('prune', () => this.#prune());
+      journalEntries += batch.journalEntries;
+      records += batch.records;
+      if (batch.records < PRUNE_BATCH) break;
+      // Let other writers in between batches.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    return { chunks: 0, journalEntries, records };
+  }
+
   async record(entries: readonly UsageEntry[]): Promise<void> {
     this.#flush();
     if (entries.length > 0) this.#usage.record(entries);
@@ -382,10 +457,9 @@ export class SqliteStateStore implements StateStore, UsageStore {
       q.dropCheckpoints.run(sid, rewind.to === 'genesis' ? 0 : rewind.checkpoint.version);
       if (!plan.create) stateRef = rewind.to === 'genesis' ? q.genesis.get(sid)! : rewind.checkpoint.stateRef;
     }
-    if (supersede) {
-      q.supersedeRun.run(supersede.endedAt, supersede.stepCount, supersede.runId);
-      q.dropJournal.run(supersede.runId);
-    }
+    if (supersede) q.supersedeRun.run(supersede.endedAt, supersede.stepCount, supersede.runId);
+    // The replaced run never writes again: its journal has no reader left.
+    if (plan.dropJournalOf !== undefined) q.dropJournal.run(plan.dropJournalOf);
     q.startSession.run(run.runId, json(session.turn), session.agentType, session.resumeCount, sid);
     q.insertRun.run(run.runId, SQLITE_RECORD_VERSION, run.sessionId, run.turnId, run.agentType, run.signal, run.startedAt, run.leaseOwner, run.leaseExpiresAt, JSON.stringify(run.options));
     // K1 is a write of the session too: it gets a commits row (the version moves, the new run's step set starts empty).
@@ -447,6 +521,8 @@ export class SqliteStateStore implements StateStore, UsageStore {
       usage,
       commit.committedAt,
     );
+    // Only the newest checkpoints stay checkpoints (their rows stay: versions and states live on them).
+    if (plan.checkpoint && Number.isFinite(this.#keepCheckpoints)) q.trimCheckpoints.run(sid, this.#keepCheckpoints);
     const drop = plan.dropJournal;
     if (drop?.all) q.dropJournal.run(drop.runId);
     else if (drop) q.dropJournalThrough.run(drop.runId, drop.throughStep);
@@ -560,6 +636,9 @@ function prepare(db: BetterSqlite3.Database) {
     messages: db.prepare<[number, number], string>('SELECT body FROM messages WHERE sid = ? AND idx < ? ORDER BY idx').pluck(),
     deleteMessages: db.prepare<[number, number]>('DELETE FROM messages WHERE sid = ? AND idx >= ?'),
     dropCheckpoints: db.prepare<[number, number]>('UPDATE commits SET checkpoint = NULL WHERE sid = ? AND version > ? AND checkpoint IS NOT NULL'),
+    trimCheckpoints: db.prepare<[number, number]>(
+      `UPDATE commits SET checkpoint = NULL WHERE id IN (SELECT id FROM commits INDEXED BY commits_checkpoints WHERE sid = ? AND checkpoint IS NOT NULL ORDER BY version DESC LIMIT ${TRIM_BATCH} OFFSET ?)`,
+    ),
     insertMessage: db.prepare<[number, number, string]>('INSERT INTO messages (sid, idx, body) VALUES (?, ?, ?)'),
     checkpoints: db.prepare<[number], CheckpointRow>(
       'SELECT id, version, run_id, checkpoint, step_count, message_count, committed_at FROM commits WHERE sid = ? AND checkpoint IS NOT NULL ORDER BY version',

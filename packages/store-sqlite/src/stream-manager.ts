@@ -1,6 +1,7 @@
 import { AgentError, isTerminalChunk } from '@helix-agents/sdk';
 import type { StreamChunk, StreamManager, StreamReadOptions } from '@helix-agents/sdk';
-import type { StreamChunkInput, StreamWriter } from '@helix-agents/sdk/store';
+import { resolveRetention } from '@helix-agents/sdk/store';
+import type { Prunable, PruneReport, RetentionPolicy, StreamChunkInput, StreamWriter } from '@helix-agents/sdk/store';
 import type { SqliteDatabase } from './database.js';
 import { deferred, handleOf, immediate, joinWrites } from './database.js';
 
@@ -18,7 +19,16 @@ export interface SqliteStreamManagerOptions {
    * bounds how late a reader sees the chunks of a long step (a slow model call or tool).
    */
   readonly flushIntervalMs?: number;
+  /**
+   * What to keep of finished work: the manager reads `chunkTtlMs` (default: keep every chunk). `prune()`
+   * drops the chunks of finished runs that are that old; `openSqliteStores` runs it every
+   * `pruneIntervalMs` when that is set.
+   */
+  readonly retention?: RetentionPolicy;
 }
+
+/** How many chunks one prune transaction deletes at most (the write lock is let go in between). */
+const PRUNE_BATCH = 2_000;
 
 interface ChunkRow {
   seq: number;
@@ -53,9 +63,11 @@ const PAGE = 500;
  * that are stored. Followers poll for other processes' chunks and are woken at once by this manager's
  * own writes.
  */
-export class SqliteStreamManager implements StreamManager {
+export class SqliteStreamManager implements StreamManager, Prunable {
   /** The database this manager writes. */
   readonly database: SqliteDatabase;
+  readonly #chunkTtlMs: number;
+  readonly #pruneBatch: (cutoff: number) => number;
   readonly #pollIntervalMs: number;
   readonly #flushIntervalMs: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -73,7 +85,20 @@ export class SqliteStreamManager implements StreamManager {
     this.database = database;
     this.#pollIntervalMs = Math.max(1, options.pollIntervalMs ?? 20);
     this.#flushIntervalMs = Math.max(0, options.flushIntervalMs ?? 10);
+    this.#chunkTtlMs = resolveRetention(options.retention).chunkTtlMs;
     const db = handleOf(database);
+    // A chunk goes when it is old enough and its run is finished: another run owns the stream now, or the
+    // owner's last chunk is its end or error. A suspended owner, and a running one, keep theirs.
+    const pruneChunks = db.prepare<[number]>(
+      `DELETE FROM stream_chunks WHERE (stream_id, seq) IN (
+         SELECT c.stream_id, c.seq FROM stream_chunks c JOIN stream_owners o ON o.stream_id = c.stream_id
+         WHERE json_extract(c.body, '$.timestamp') <= ?
+           AND (c.run_id <> o.run_id OR EXISTS (
+             SELECT 1 FROM stream_chunks t WHERE t.stream_id = o.stream_id AND t.seq = o.next_seq - 1 AND t.run_id = o.run_id
+               AND json_extract(t.body, '$.type') IN ('end', 'error')))
+         LIMIT ${PRUNE_BATCH})`,
+    );
+    this.#pruneBatch = immediate(db, (cutoff: number) => pruneChunks.run(cutoff).changes);
     const upsertOwner = db
       .prepare<[string, string], number>(
         'INSERT INTO stream_owners (stream_id, run_id, next_seq) VALUES (?, ?, 0) ON CONFLICT (stream_id) DO UPDATE SET run_id = excluded.run_id RETURNING next_seq',
@@ -184,6 +209,28 @@ export class SqliteStreamManager implements StreamManager {
     this.#delete(streamId);
     this.#claims.delete(streamId);
     this.#wake(streamId);
+  }
+
+  /**
+   * Drops the chunks of finished runs whose timestamp is at least `chunkTtlMs` before `now` (nothing
+   * without a `chunkTtlMs`), in transactions of at most 2,000 chunks. A run is finished when another
+   * run claimed the stream after it, or when its last chunk is its `end` or `error`; the chunks of a
+   * running run, and of a suspended run that still owns the stream, stay. Chunks keep their seq: a
+   * reader asking for a pruned offset goes on at the next kept chunk.
+   */
+  async prune(now: number = Date.now()): Promise<PruneReport> {
+    this.#flush();
+    if (!Number.isFinite(this.#chunkTtlMs) || this.database.closed) return { chunks: 0, journalEntries: 0, records: 0 };
+    const cutoff = now - this.#chunkTtlMs;
+    let chunks = 0;
+    for (;;) {
+      const n = this.#pruneBatch(cutoff);
+      chunks += n;
+      if (n < PRUNE_BATCH) break;
+      // Let other writers in between batches.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    return { chunks, journalEntries: 0, records: 0 };
   }
 
   async *read(streamId: string, options: StreamReadOptions = {}): AsyncIterable<StreamChunk> {

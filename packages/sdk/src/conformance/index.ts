@@ -2,6 +2,7 @@
 export * from './state-store.js';
 export * from './stream-manager.js';
 export * from './usage-store.js';
+export * from './retention.js';
 // The hook kv and file stores' suites live with the subscriber ports they test.
 export * from '../subscribers/conformance.js';
 // The runtime conformance suite (describeRuntimeConformance, the scenarios, their traces).

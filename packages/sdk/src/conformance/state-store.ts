@@ -537,6 +537,20 @@ export function runStateStoreConformance(options: StateStoreConformanceOptions):
         expect(await store.loadJournal('r1')).toEqual([]);
       }));
 
+      it('a suspended run keeps its journal while it is current; the K1 that replaces it (a resume or a new turn) drops it', withStore(async (store) => {
+        for (const [sessionId, runId, next, newTurn] of [['s1', 'r1', 'r2', false], ['s2', 'x1', 'x2', true]] as const) {
+          await store.beginRun(begin(sessionId, runId));
+          await store.appendJournal(journal(runId, 1, 0, 'start', {}, 'start_signal'));
+          await store.appendJournal(journal(runId, 1, 0, 'model_reply:0', { calls: 1 }, 'model_reply'));
+          await store.commit({ sessionId, runId, epoch: 1, kind: 'suspension', stepIndex: 0, runStatus: 'suspended', checkpoint: 'step', committedAt: T0 + 1 });
+          expect((await store.loadJournal(runId)).map((e) => e.key)).toEqual(['start', 'model_reply:0']);
+          await store.beginRun(newTurn ? begin(sessionId, next) : { ...begin(sessionId, next, { newTurn: false, signal: 'resumed' }), expect: { currentRunId: runId, status: 'suspended' } });
+          expect(await store.loadJournal(runId)).toEqual([]);
+          // The replaced run keeps its record and status: only the journal, which nothing reads any more, goes.
+          expect((await store.getRun(runId))?.status).toBe('suspended');
+        }
+      }));
+
       it('superseding a running run drops its journal; another run\'s journal is untouched', withStore(async (store) => {
         await store.beginRun(begin('s1', 'r1'));
         await store.beginRun(begin('s2', 'x1'));

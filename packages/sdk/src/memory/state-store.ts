@@ -9,13 +9,17 @@ import type {
   Commit,
   CommitReceipt,
   JournalEntry,
+  Prunable,
+  PruneReport,
   RecoverableRun,
+  RetentionPolicy,
   RunLease,
   RunRecord,
   SessionSnapshot,
   StateStore,
   StopRequest,
 } from '../store.js';
+import { resolveRetention } from '../store.js';
 import type { SessionHeader, StepSet } from '../store/session-rules.js';
 import {
   applyRunChange,
@@ -46,19 +50,16 @@ interface SessionRow {
   checkpoints: (CheckpointInfo & { state: unknown })[];
 }
 
-/** What an {@link InMemoryStateStore} keeps of finished work. */
-export interface InMemoryRetention {
-  /**
-   * Keep at most this many checkpoints per session (the newest; default: all). An older checkpoint can
-   * no longer be restored (a rewind to genesis always can).
-   */
-  readonly keepCheckpoints?: number;
-}
+/** What an {@link InMemoryStateStore} keeps of finished work: the shared {@link RetentionPolicy} (it reads `keepCheckpoints`). */
+export type InMemoryRetention = RetentionPolicy;
 
 /** Options of {@link InMemoryStateStore}. */
 export interface InMemoryStateStoreOptions {
-  /** What to keep of finished work (default: everything until the session is deleted). */
-  readonly retention?: InMemoryRetention;
+  /**
+   * What to keep of finished work (default: everything until the session is deleted). The state store
+   * reads `keepCheckpoints`; chunks are the stream manager's (`InMemoryStreamManager({ retention })`).
+   */
+  readonly retention?: RetentionPolicy;
 }
 
 /**
@@ -68,7 +69,7 @@ export interface InMemoryStateStoreOptions {
  * the run loop only commits immutable values. It is also a {@link UsageStore}, so usage passed with a
  * commit is recorded with it.
  */
-export class InMemoryStateStore implements StateStore, UsageStore {
+export class InMemoryStateStore implements StateStore, UsageStore, Prunable {
   readonly #sessions = new Map<string, SessionRow>();
   readonly #runs = new Map<string, RunRecord>();
   /** The committed step indexes of each run. */
@@ -81,8 +82,7 @@ export class InMemoryStateStore implements StateStore, UsageStore {
   readonly #keepCheckpoints: number;
 
   constructor(options: InMemoryStateStoreOptions = {}) {
-    const keep = options.retention?.keepCheckpoints;
-    this.#keepCheckpoints = keep === undefined ? Number.POSITIVE_INFINITY : Math.max(0, Math.floor(keep));
+    this.#keepCheckpoints = resolveRetention(options.retention).keepCheckpoints;
   }
 
   async beginRun(request: BeginRunRequest): Promise<BeginRunResult> {
@@ -111,8 +111,9 @@ export class InMemoryStateStore implements StateStore, UsageStore {
     const previous = supersede && this.#runs.get(supersede.runId);
     if (supersede && previous) {
       this.#runs.set(supersede.runId, { ...previous, status: 'superseded', endedAt: supersede.endedAt });
-      this.#journals.delete(supersede.runId);
     }
+    // The replaced run never writes again: its journal has no reader left (a supersede's included).
+    if (plan.dropJournalOf !== undefined) this.#journals.delete(plan.dropJournalOf);
     row.header = plan.session;
     this.#runs.set(plan.run.runId, plan.run);
     this.#steps.set(plan.run.runId, NO_STEPS);
@@ -242,6 +243,22 @@ export class InMemoryStateStore implements StateStore, UsageStore {
     this.#runsOfSession.delete(sessionId);
     if (this.#usage.some((e) => e.sessionId === sessionId)) this.#usage = this.#usage.filter((e) => e.sessionId !== sessionId);
     return true;
+  }
+
+  /**
+   * Drops the journals of runs that are no longer their session's current run (K1 already drops them, so
+   * normally there are none). Checkpoints are trimmed by the commit that adds one, so there is
+   * nothing time-based to drop here; chunks are the stream manager's.
+   */
+  async prune(): Promise<PruneReport> {
+    let journalEntries = 0;
+    for (const [runId, entries] of this.#journals) {
+      const run = this.#runs.get(runId);
+      if (run && this.#currentRunOf(run) === runId) continue;
+      journalEntries += entries.length;
+      this.#journals.delete(runId);
+    }
+    return { chunks: 0, journalEntries, records: 0 };
   }
 
   async record(entries: readonly UsageEntry[]): Promise<void> {

@@ -1,25 +1,46 @@
+import type { Prunable, PruneReport, RetentionPolicy } from '../store.js';
+import { resolveRetention, schedulePrune } from '../store.js';
 import type { StreamChunk, StreamChunkInput, StreamManager, StreamReadOptions, StreamWriter } from '../stream.js';
 import { isTerminalChunk } from '../stream.js';
 
 interface StreamRow {
+  /** The kept chunks: `chunks[i]` has seq `base + i` (pruning drops a prefix). */
   chunks: StreamChunk[];
+  /** The seq of `chunks[0]`: how many chunks of finished runs were pruned from the front. */
+  base: number;
   owner: string | undefined;
   waiters: (() => void)[];
   /** The stream was deleted: following readers end. */
   deleted?: boolean;
 }
 
+/** Options of {@link InMemoryStreamManager}. */
+export interface InMemoryStreamManagerOptions {
+  /** What to keep of finished work: the manager reads `chunkTtlMs` and `pruneIntervalMs` (default: keep every chunk). */
+  readonly retention?: RetentionPolicy;
+}
+
 /**
  * The in-memory {@link StreamManager}: one ordered chunk list per stream, readable live or after the
- * fact. A claim by a newer run silences the previous writer.
+ * fact. A claim by a newer run silences the previous writer. With `retention.chunkTtlMs`, `prune()`
+ * drops the chunks of finished runs once they are that old (docs/retention.md); a chunk keeps its seq,
+ * so a reader asking for a pruned offset starts at the first kept chunk.
  */
-export class InMemoryStreamManager implements StreamManager {
+export class InMemoryStreamManager implements StreamManager, Prunable {
   readonly #streams = new Map<string, StreamRow>();
+  readonly #chunkTtlMs: number;
+  readonly #stopTimer: () => void;
+
+  constructor(options: InMemoryStreamManagerOptions = {}) {
+    const retention = resolveRetention(options.retention);
+    this.#chunkTtlMs = retention.chunkTtlMs;
+    this.#stopTimer = schedulePrune(() => this.prune(), retention.pruneIntervalMs);
+  }
 
   #row(streamId: string): StreamRow {
     let row = this.#streams.get(streamId);
     if (!row) {
-      row = { chunks: [], owner: undefined, waiters: [] };
+      row = { chunks: [], base: 0, owner: undefined, waiters: [] };
       this.#streams.set(streamId, row);
     }
     return row;
@@ -28,7 +49,7 @@ export class InMemoryStreamManager implements StreamManager {
   async claim(streamId: string, runId: string): Promise<StreamWriter> {
     const row = this.#row(streamId);
     row.owner = runId;
-    const startSeq = row.chunks.length;
+    const startSeq = row.base + row.chunks.length;
     wake(row);
     return {
       startSeq,
@@ -37,14 +58,14 @@ export class InMemoryStreamManager implements StreamManager {
       },
       write: async (chunk: StreamChunkInput) => {
         if (row.owner !== runId) return false;
-        row.chunks.push({ ...chunk, seq: row.chunks.length } as StreamChunk);
+        row.chunks.push({ ...chunk, seq: row.base + row.chunks.length } as StreamChunk);
         wake(row);
         return true;
       },
       // The loop's path: the chunk is stored as it is (its object is the writer's from now on), no copy, no promise.
       queue: (chunk: StreamChunkInput) => {
         if (row.owner !== runId) return;
-        (chunk as { seq?: number }).seq = row.chunks.length;
+        (chunk as { seq?: number }).seq = row.base + row.chunks.length;
         row.chunks.push(chunk as StreamChunk);
         wake(row);
       },
@@ -57,8 +78,10 @@ export class InMemoryStreamManager implements StreamManager {
     const runId = options.untilRunEnds;
     let seq = Math.max(0, options.fromSeq ?? 0);
     for (;;) {
-      while (seq < row.chunks.length) {
-        const chunk = row.chunks[seq++] as StreamChunk;
+      // Pruned offsets are skipped: the reader goes on at the first kept chunk.
+      if (seq < row.base) seq = row.base;
+      while (seq < row.base + row.chunks.length) {
+        const chunk = row.chunks[seq++ - row.base] as StreamChunk;
         if (runId !== undefined && chunk.runId !== runId) continue;
         yield chunk;
         if (runId !== undefined && isTerminalChunk(chunk)) return;
@@ -87,10 +110,46 @@ export class InMemoryStreamManager implements StreamManager {
     wake(row);
   }
 
-  /** Every chunk of a stream so far (a copy), for tests and inspection. */
+  /**
+   * Drops, from the front of each stream, the chunks of finished runs whose timestamp is at least
+   * `chunkTtlMs` before `now`. A run is finished when its part ended with an `end` or `error` chunk or
+   * another run claimed the stream after it; a suspended run that still owns its stream is not. Stops
+   * at the first chunk it must keep, so a running run's chunks (and everything after them) stay.
+   */
+  async prune(now: number = Date.now()): Promise<PruneReport> {
+    if (!Number.isFinite(this.#chunkTtlMs)) return { chunks: 0, journalEntries: 0, records: 0 };
+    const cutoff = now - this.#chunkTtlMs;
+    let chunks = 0;
+    for (const row of this.#streams.values()) {
+      const ownerEnded = ownerHasEnded(row);
+      let n = 0;
+      for (const chunk of row.chunks) {
+        if (chunk.timestamp > cutoff || (chunk.runId === row.owner && !ownerEnded)) break;
+        n++;
+      }
+      if (n === 0) continue;
+      row.chunks.splice(0, n);
+      row.base += n;
+      chunks += n;
+    }
+    return { chunks, journalEntries: 0, records: 0 };
+  }
+
+  /** Stops the prune timer of `retention.pruneIntervalMs` (the timer never keeps the process alive anyway). */
+  close(): void {
+    this.#stopTimer();
+  }
+
+  /** Every kept chunk of a stream (a copy), for tests and inspection. */
   chunks(streamId: string): readonly StreamChunk[] {
     return this.#streams.get(streamId)?.chunks.slice() ?? [];
   }
+}
+
+/** True when the stream's owner wrote its `end` or `error` chunk (its last one, as a run writes nothing after it). */
+function ownerHasEnded(row: StreamRow): boolean {
+  const last = row.chunks.at(-1);
+  return last !== undefined && last.runId === row.owner && (last.type === 'end' || last.type === 'error');
 }
 
 function wake(row: StreamRow): void {

@@ -272,6 +272,12 @@ export interface BeginRunPlan<P extends RestorePoint = RestorePoint> {
   readonly rewind?: Rewind<P>;
   /** Set when the previous current run was still running. */
   readonly supersede?: Supersede;
+  /**
+   * The run whose journal to drop: the session's previous current run, whatever its status. Once
+   * replaced it can never commit, append or be claimed again, so its journal has no reader left (a
+   * resume reads the suspended run's record, never its journal).
+   */
+  readonly dropJournalOf?: string;
 }
 
 /**
@@ -285,7 +291,8 @@ export interface BeginRunPlan<P extends RestorePoint = RestorePoint> {
  * drops later checkpoints and restores state, and when it goes back to before the turn's input rows it
  * discards the turn's start commit (startCommitted false, inputMessageIndex dropped), so the run that
  * follows owes the turn's start work again (docs/rules.md, rules 21 and 22); a previous run
- * still running is superseded and its journal dropped; the version grows by one, a `resumed` signal
+ * still running is superseded; the previous current run's journal is dropped (a replaced run never
+ * writes again, so nothing reads it: docs/retention.md); the version grows by one, a `resumed` signal
  * counts a resume, the step count is kept, and the K1 sets the agent type.
  */
 export function planBeginRun<P extends RestorePoint>(input: BeginRunInput<P>, request: BeginRunRequest): Decision<BeginRunPlan<P>> {
@@ -299,6 +306,8 @@ export function planBeginRun<P extends RestorePoint>(input: BeginRunInput<P>, re
   if (!turn) return noTurn(request.sessionId);
   const { run, runHeader, lease } = newRun(request, turn);
   const supersede = supersedeOf(input, request);
+  const previous = session?.currentRunId;
+  const dropJournalOf = previous !== undefined && previous !== request.runId ? previous : undefined;
   return {
     ok: true,
     session: beginHeader(session, request, turn, rewind),
@@ -308,6 +317,7 @@ export function planBeginRun<P extends RestorePoint>(input: BeginRunInput<P>, re
     lease,
     ...(rewind ? { rewind } : {}),
     ...(supersede ? { supersede } : {}),
+    ...(dropJournalOf === undefined ? {} : { dropJournalOf }),
   };
 }
 

@@ -2,6 +2,7 @@
 // a killed worker's cluster is stopped by the watchdog of startTestPostgres). Each store gets its own
 // schema, so tests in a file never see each other's rows and no second cluster is needed. Stores open on
 // two long-lived pools ("this process" and "another process"), which saves a connection set-up per test.
+import type { RetentionPolicy } from '@helix-agents/sdk/store';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { openPostgresStores, type PostgresStores } from '../index.js';
@@ -17,7 +18,7 @@ export interface ClusterHandle {
   /** A fresh schema name. */
   schemaName(prefix?: string): string;
   /** Opens stores on a fresh schema (or on `schema`) on one of the file's pools. */
-  open(schema?: string, options?: { readonly side?: PoolSide; readonly pollIntervalMs?: number }): Promise<PostgresStores>;
+  open(schema?: string, options?: { readonly side?: PoolSide; readonly pollIntervalMs?: number; readonly retention?: RetentionPolicy }): Promise<PostgresStores>;
 }
 
 let counter = 0;
@@ -58,6 +59,7 @@ export function useTestPostgres(): ClusterHandle {
         pool: pool(options.side ?? 'first'),
         schema: schema ?? handle.schemaName(),
         ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
+        ...(options.retention === undefined ? {} : { retention: options.retention }),
       });
       opened.add(stores);
       return {
