@@ -6,10 +6,11 @@ import { z } from 'zod';
 import { defineAgent, defineTool } from '@helix-agents/sdk';
 import { createScriptedModel } from '@helix-agents/sdk/testing';
 
-/** One line of the model-calls log: which process answered which turn. */
+/** One line of the model-calls log: which process answered which turn, and the turn's input (a worker serves many sessions). */
 export interface ModelCallLine {
   readonly pid: number;
   readonly turn: number;
+  readonly input: string;
 }
 
 /** The reply agent; `callsFile` receives one JSON line per model call. */
@@ -31,7 +32,9 @@ export function createReplyAgent(callsFile: string) {
         [
           (options) => {
             const turn = options.prompt.filter((m) => m.role === 'assistant').length;
-            appendFileSync(callsFile, `${JSON.stringify({ pid: process.pid, turn } satisfies ModelCallLine)}\n`);
+            const user = options.prompt.find((m) => m.role === 'user');
+            const input = user?.role === 'user' ? user.content.map((part) => (part.type === 'text' ? part.text : '')).join('') : '';
+            appendFileSync(callsFile, `${JSON.stringify({ pid: process.pid, turn, input } satisfies ModelCallLine)}\n`);
             if (turn === 0) return { toolCalls: [{ name: 'note', args: { text: `asked in ${process.pid}` }, id: 'n1' }], usage: { inputTokens: 10, outputTokens: 3 } };
             return { text: `done in ${process.pid}`, usage: { inputTokens: 20, outputTokens: 4 } };
           },
