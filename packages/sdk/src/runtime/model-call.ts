@@ -1,5 +1,5 @@
 import { FINISH_TOOL_NAME, type ToolDefinition } from '../define.js';
-import { AgentError, agentErrorFromInfo, HookError, RunInterruptedError, type AgentErrorInfo } from '../errors.js';
+import { AgentError, agentErrorFromInfo, HookError, RunInterruptedError, RunSupersededError, type AgentErrorInfo } from '../errors.js';
 import type { BeforeLLMCallPayload, BeforeLLMCallResult, StepPlan } from '../hooks/types.js';
 import type { LanguageModel, LLMAdapter, LLMToolSpec, StepFailure, StepResult, StepSuccess } from '../llm.js';
 import type { AssistantMessage, Message } from '../messages.js';
@@ -227,18 +227,28 @@ export async function modelReply(run: Run, adapter: LLMAdapter, warned: Set<stri
   if (!always && !hasSideEffectTools(run.setup.agent.tools) && !run.recorder.has({ kind: 'model_reply', step: run.stepCount })) return askModel(run, adapter, warned, scope);
   const toolsByName = run.setup.agent.toolsByName;
   const ask = (): Promise<StepSuccess> => askModel(run, adapter, warned, scope);
+  const callsSideEffects = (reply: StepSuccess): boolean => reply.toolCalls.some((c) => c.name !== FINISH_TOOL_NAME && toolsByName.get(c.name)?.sideEffects === true);
   let live: StepSuccess | undefined;
-  const outcome = await run.recorder.replayOrRun(
-    { kind: 'model_reply', step: run.stepCount },
-    modelReplyRecord,
-    async () => {
-      live = await ask();
-      const { text, toolCalls, finishReason, model, usage, reasoning } = live;
-      const kept: StepSuccess = { ok: true, text, toolCalls, finishReason, model, ...(usage ? { usage } : {}), ...(reasoning === undefined ? {} : { reasoning }) };
-      return { reply: kept, patches: run.work.patchesOf(STEP_OWNER) };
-    },
-    { persist: always || (({ reply }) => reply.toolCalls.some((c) => c.name !== FINISH_TOOL_NAME && toolsByName.get(c.name)?.sideEffects === true)) },
-  );
+  let outcome;
+  try {
+    outcome = await run.recorder.replayOrRun(
+      { kind: 'model_reply', step: run.stepCount },
+      modelReplyRecord,
+      async () => {
+        live = await ask();
+        const { text, toolCalls, finishReason, model, usage, reasoning } = live;
+        const kept: StepSuccess = { ok: true, text, toolCalls, finishReason, model, ...(usage ? { usage } : {}), ...(reasoning === undefined ? {} : { reasoning }) };
+        return { reply: kept, patches: run.work.patchesOf(STEP_OWNER) };
+      },
+      { persist: always || (({ reply }) => callsSideEffects(reply)) },
+    );
+  } catch (error) {
+    // A reply recorded only because of `always`, refused by the fence (a newer run took the session): the
+    // step goes on in memory and its commit is refused, as without the record (D13), so both settings
+    // leave the same hook trace. A reply that calls a side-effecting tool must not go on unrecorded.
+    if (always && live !== undefined && !callsSideEffects(live) && RunSupersededError.isInstance(error)) return live;
+    throw error;
+  }
   if (outcome.status === 'ran') return live ?? outcome.value.reply;
   if (outcome.status === 'interrupted') throw new AgentError('run_internal_error', 'A model reply cannot be interrupted.');
   run.work.applyRecorded(outcome.value.patches, STEP_OWNER);
