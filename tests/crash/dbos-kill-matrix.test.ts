@@ -2,7 +2,9 @@
 // itself at a named crash point; worker B, already serving, sees A's heartbeat stop, resumes A's pending
 // workflow, and finishes the run. The test checks that the run finished on B within 15 s of the kill,
 // that no committed step was lost or doubled, that side-effecting tools ran at most once, and that there
-// was exactly one start signal and one terminal hook.
+// was exactly one start signal and one terminal hook. And for an agent without side-effecting tools,
+// killed before a step's commit: B replays the step's model reply (journalModelReplies 'always'), it
+// does not call the model again.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +15,7 @@ import type { RunRecord, SessionSnapshot } from '@helix-agents/sdk';
 import { openPostgresStores, type PostgresStores } from '@helix-agents/store-postgres';
 import { startTestPostgres, type TestPostgres } from '@helix-agents/store-postgres/testing';
 import type { HookLogLine } from './agent.js';
+import type { ModelCallLine } from './reply-agent.js';
 import { canonical, canonicalState, lines } from './compare.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -142,5 +145,27 @@ describe('DBOS two-worker kill matrix on Postgres', () => {
     expect(hooks.filter((h) => h.point === 'onAgentFail' || h.point === 'onAgentSuperseded')).toHaveLength(0);
     // The survivor claimed the run with the next epoch, fencing out anything the dead worker left in flight.
     expect(run.epoch).toBe(2);
+  }, 90_000);
+
+  it("worker A is SIGKILLed before K3 of an agent without side-effecting tools; worker B replays the step's journaled model reply (journalModelReplies 'always') instead of calling the model again", async () => {
+    const sessionId = 'kill-reply-before_k3';
+    const doomed = worker(args('start-reply', `a-${sessionId}`, sessionId), 'before_k3');
+    expect((await doomed.exited).signal, doomed.stderr()).toBe('SIGKILL');
+    const done = await settled(sessionId, Date.now() + TAKEOVER_BUDGET_MS);
+    expect(done, `the run did not finish within ${TAKEOVER_BUDGET_MS} ms of the kill; survivor: ${survivor.stderr()}`).toBeDefined();
+    const { session, run } = done!;
+    expect(run.status).toBe('completed');
+    expect(run.leaseOwner).toContain(`:${survivor.proc.pid}:`);
+    // One model call per step in all: step 0's on A (its reply replayed on B), step 1's on B.
+    const calls = lines<ModelCallLine>(join(dir, 'model-calls.jsonl')).filter((c) => c.input === sessionId);
+    expect(calls.map((c) => [c.turn, c.pid])).toEqual([
+      [0, doomed.proc.pid],
+      [1, survivor.proc.pid],
+    ]);
+    // The committed reply of step 0 is the one A got; B ran its (pure) tool again with it.
+    const first = session.messages.find((m) => m.role === 'assistant');
+    expect(first?.role === 'assistant' ? first.toolCalls?.[0]?.arguments : undefined).toEqual({ text: `asked in ${doomed.proc.pid}` });
+    expect(session.state).toEqual({ notes: [`asked in ${doomed.proc.pid}`] });
+    expect(session.stepCount).toBe(2);
   }, 90_000);
 });

@@ -3,7 +3,10 @@ import { JSAgentExecutor, type AgentHandle, type AgentResult, type JSAgentExecut
 import type { StateStore } from '@helix-agents/sdk/store';
 import { DBOSRunHost } from './host.js';
 
-/** Options of a {@link DBOSAgentExecutor}: runtime-js's, less `host`, plus a name and a usage store. */
+/**
+ * Options of a {@link DBOSAgentExecutor}: runtime-js's, less `host`, plus a name and a usage store.
+ * `journalModelReplies` defaults to `always` here (runtime-js: `side-effects`).
+ */
 export interface DBOSAgentExecutorOptions extends Omit<JSAgentExecutorOptions, 'host'> {
   /**
    * The executor's name, the same on every worker (default `helix`). A run's workflow carries it, so the
@@ -39,7 +42,9 @@ export class DBOSAgentExecutor extends JSAgentExecutor {
   constructor(stateStore: StateStore, streamManager: StreamManager, llmAdapter: LLMAdapter, options: DBOSAgentExecutorOptions = {}) {
     const { name = 'helix', usageStore, ...rest } = options;
     const host = new DBOSRunHost(name, usageStore ?? (isUsageStore(stateStore) ? stateStore : undefined));
-    super(stateStore, streamManager, llmAdapter, { ...rest, host });
+    // Every model reply is journaled: a step a dead worker left uncommitted replays its reply on the worker
+    // that recovers it instead of calling the model again (docs/runtime-dbos.md).
+    super(stateStore, streamManager, llmAdapter, { ...rest, journalModelReplies: rest.journalModelReplies ?? 'always', host });
     host.attach(this);
     this.#host = host;
   }

@@ -1,6 +1,7 @@
 // Workers and processes (issue 12, items 3 and 4): an executor id held by a live worker is refused to a
 // second one and free again once the first leaves; a run suspended in one process (which then exits) is
-// approved from another process and finishes there, its tool run exactly once.
+// approved from another process and finishes there, its tool run exactly once; a client tool's result
+// submitted from another process resumes the run there.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +11,7 @@ import { silentLogger } from '@helix-agents/sdk';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
 import { afterAll, expect, it } from 'vitest';
 import { DBOSAgentExecutor } from './index.js';
-import { createApprovalAgent } from './__tests__/approval-agent.js';
+import { createApprovalAgent, createClientToolAgent } from './__tests__/approval-agent.js';
 import { useDBOSHarness } from './__tests__/harness.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -65,6 +66,27 @@ it('a run suspended for approval in one process, which then exits, is approved f
   const ran = readFileSync(effects, 'utf8').trim().split('\n');
   expect(ran).toHaveLength(1);
   expect(JSON.parse(ran[0]!)).toMatchObject({ pid: process.pid, target: 'prod' });
+  await executor.close();
+}, 60_000);
+
+it("a run suspended on a client tool in one process, which then exits, resumes in another process with the result submitted there (submitToolResult), and completes with it", async () => {
+  const schema = harness.unique('client');
+  const stores = await harness.open(schema);
+  const asker = childWorker(['ask', harness.systemDatabaseUrl, 'asker', harness.postgres.connectionString, schema, 'ask-1', '']);
+  expect(await asker.exited, asker.err()).toBe(0);
+  expect(JSON.parse(asker.out())).toEqual({ status: 'suspended', pending: ['q1'] });
+  const suspendedRun = (await stores.stateStore.loadSession('ask-1'))!.currentRunId;
+
+  const executor = new DBOSAgentExecutor(stores.stateStore, stores.streamManager, new VercelAIAdapter(), { logger: silentLogger, name: harness.unique('answerer'), agents: [createClientToolAgent()] });
+  expect(await executor.pendingCalls('ask-1')).toEqual([expect.objectContaining({ toolCallId: 'q1', kind: 'client', input: { question: 'which colour?' } })]);
+  const handle = await executor.submitToolResult('ask-1', 'q1', 'blue');
+  const result = await handle.result();
+  expect(result).toMatchObject({ status: 'completed', output: 'the user said "blue"' });
+  // A new run (a workflow of its own, on this worker) delivered the answer as the call's result.
+  expect(handle.runId).not.toBe(suspendedRun);
+  expect((await stores.stateStore.getRun(handle.runId))?.leaseOwner).toContain(`:${process.pid}:`);
+  const rows = (await stores.stateStore.loadSession('ask-1'))!.messages.filter((m) => m.role === 'tool');
+  expect(rows).toEqual([expect.objectContaining({ toolCallId: 'q1', content: 'blue' })]);
   await executor.close();
 }, 60_000);
 

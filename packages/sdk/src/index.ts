@@ -46,7 +46,7 @@ export * from './hooks/types.js';
 export * from './hooks/manager.js';
 export * from './hooks/serialize.js';
 export { JSAgentExecutor } from './runtime/executor.js';
-export type { JSAgentExecutorOptions, RunStartedInfo } from './runtime/executor.js';
+export type { JSAgentExecutorOptions, ModelReplyJournaling, RunStartedInfo } from './runtime/executor.js';
 export type { ReconcileOptions } from './runtime/reconcile-options.js';
 export { dryRunStub, type DryRunStub } from './runtime/tool-dry-run.js';
 export type { AgentRuntime, ExecuteOptions, AgentHandle, RecoverOptions, RunCallOptions, ResumeOptions, RetryOptions, ToolResultSubmission, ApprovalDecision } from './runtime/agent-runtime.js';

@@ -3,6 +3,7 @@ import { BasicTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace
 import { LangfuseSpanProcessor } from '@langfuse/otel';
 import { createObservationAttributes, LangfuseOtelSpanAttributes, type LangfuseObservationAttributes, type LangfuseObservationType } from '@langfuse/tracing';
 import type { HookContext, HookPoint, Message, StepResult, StreamManager, TokenUsage } from '@helix-agents/sdk';
+import { createRedactingTracerProvider, type RedactionOptions, type Redactor } from '@helix-agents/sdk/ready-made';
 import { createOtelHooks, type AnyAgentHooks, type OtelTracingStats, type RunOutcomeStatus, type SpanLifecycleEvent, type TracedDecision, type TracedRun } from '@helix-agents/tracing-otel';
 
 /** Options of {@link createLangfuseHooks}. Keys and URL fall back to Langfuse's own environment variables. */
@@ -30,6 +31,12 @@ export interface LangfuseHooksOptions {
   readonly captureContent?: boolean;
   /** Redacts inputs, outputs and metadata before they leave the process (Langfuse's `mask`). */
   readonly mask?: (params: { readonly data: unknown }) => unknown;
+  /**
+   * Redacts secrets and PII in everything an observation carries, with `createRedactor`'s patterns (true:
+   * the built-in ones): input, output, metadata, and the status message (an error's text), which `mask`
+   * does not reach. It wraps this integration's tracer provider in `createRedactingTracerProvider`.
+   */
+  readonly redact?: boolean | RedactionOptions | Redactor;
   /** `batched` (default; long-lived processes) or `immediate` (serverless: export every observation as it ends). */
   readonly exportMode?: 'batched' | 'immediate';
   /** Observations per export batch (`LANGFUSE_FLUSH_AT`). */
@@ -241,8 +248,9 @@ export function createLangfuseHooks(options: LangfuseHooksOptions = {}): Langfus
     }
   }
 
+  const redact = options.redact ?? false;
   const tracing = createOtelHooks({
-    tracerProvider,
+    tracerProvider: redact === false ? tracerProvider : createRedactingTracerProvider(tracerProvider, redact === true ? {} : redact),
     tracerName: '@helix-agents/tracing-langfuse',
     tracerVersion: TRACING_LANGFUSE_VERSION,
     // Content travels as langfuse.observation.input/output; the gen_ai.* copies would double the payload.

@@ -53,3 +53,25 @@ export function createApprovalAgent(effectsFile: string) {
     tools: [deploy],
   });
 }
+
+/** An agent whose one tool is a client tool (no execute: the client answers), then reports the answer. */
+export function createClientToolAgent() {
+  const ask = defineTool({ name: 'ask_user', description: 'asks the user (answered by the client)', inputSchema: z.object({ question: z.string() }) });
+  return defineAgent({
+    name: 'asker',
+    llmConfig: {
+      model: createScriptedModel(
+        [
+          (options) => {
+            const row = options.prompt.find((m) => m.role === 'tool');
+            if (!row) return { toolCalls: [{ name: 'ask_user', args: { question: 'which colour?' }, id: 'q1' }] };
+            const part = row.content[0] as { output?: { value?: unknown } };
+            return { text: `the user said ${JSON.stringify(part.output?.value)}` };
+          },
+        ],
+        { loop: true, recordCalls: false },
+      ),
+    },
+    tools: [ask],
+  });
+}

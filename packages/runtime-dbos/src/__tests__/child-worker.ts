@@ -5,11 +5,14 @@
 //                                                print the suspension as JSON, shut down cleanly
 //   slow <sysdb> <executorId> <stores> <schema> <session> <hooks>
 //                                                start the slow agent's run, print its result when it ends
+//   ask <sysdb> <executorId> <stores> <schema> <session>
+//                                                start the client-tool agent's run, wait for its suspension,
+//                                                print it as JSON, shut down cleanly
 import { silentLogger } from '@helix-agents/sdk';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
 import { openPostgresStores } from '@helix-agents/store-postgres';
 import { DBOSAgentExecutor, launchDBOSWorker } from '../index.js';
-import { createApprovalAgent, createSlowAgent } from './approval-agent.js';
+import { createApprovalAgent, createClientToolAgent, createSlowAgent } from './approval-agent.js';
 
 const [mode, systemDatabaseUrl, executorId, storesUrl, schema, sessionId, effectsFile] = process.argv.slice(2) as [string, string, string, string, string, string, string];
 try {
@@ -29,7 +32,8 @@ try {
   } else {
     const stores = await openPostgresStores({ connectionString: storesUrl, schema });
     const executor = new DBOSAgentExecutor(stores.stateStore, stores.streamManager, new VercelAIAdapter(), { logger: silentLogger });
-    const result = await (await executor.execute(createApprovalAgent(effectsFile), 'deploy it', { sessionId })).result();
+    const agent = mode === 'ask' ? createClientToolAgent() : createApprovalAgent(effectsFile);
+    const result = await (await executor.execute(agent, mode === 'ask' ? 'ask me' : 'deploy it', { sessionId })).result();
     process.stdout.write(`${JSON.stringify({ status: result.status, pending: result.suspension?.pending.map((p) => p.toolCallId) })}\n`);
     await executor.close();
     await worker.shutdown();

@@ -2,7 +2,7 @@ import { ConfigError } from '../errors.js';
 import { guard } from '../hooks/manager.js';
 import type { AgentHooks, AfterToolPayload, AfterToolResult, BeforeLLMCallPayload, BeforeLLMCallResult, HookContext } from '../hooks/types.js';
 import type { Message } from '../messages.js';
-import type { StateStore } from '../store.js';
+import type { JournalEntry, StateStore } from '../store.js';
 import type { StreamChunkInput, StreamManager, StreamWriter } from '../stream.js';
 
 /** One thing to redact: what it is (reported in counts) and how to find it. */
@@ -340,10 +340,20 @@ export function createRedactingStores<S extends StateStore, M extends StreamMana
   const stateStore = new Proxy(stores.stateStore, {
     get(target, prop, receiver) {
       const value: unknown = Reflect.get(target, prop, receiver);
+      if (prop === 'appendJournal') return (entry: JournalEntry) => appendJournal(target, entry);
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, redactArgs(args));
     },
   });
+  // A store returns the very entry it was given when it wrote it, and an earlier entry of the key when
+  // one exists (the journal's "first record wins"). The redacted copy it wrote is not the caller's entry,
+  // which the run would take for another writer's record and go on with: a side-effecting tool would get
+  // the redacted arguments of a journaled model reply. The entry written is handed back as the caller's.
+  const appendJournal = async (target: StateStore, entry: JournalEntry): Promise<JournalEntry> => {
+    const written = redactor.redactValue(entry).value;
+    const stored = await target.appendJournal(written);
+    return stored === written ? entry : stored;
+  };
   const wrapWriter = (writer: StreamWriter): StreamWriter => ({
     get startSeq() {
       return writer.startSeq;
@@ -371,6 +381,9 @@ interface SpanLike {
   setAttribute(key: string, value: unknown): unknown;
   setAttributes(attributes: Record<string, unknown>): unknown;
   addEvent(name: string, attributesOrTime?: unknown, time?: unknown): unknown;
+  setStatus(status: { readonly code: number; readonly message?: string }): unknown;
+  recordException(exception: unknown, time?: unknown): unknown;
+  updateName(name: string): unknown;
 }
 
 /** The part of an OpenTelemetry tracer it intercepts. */
@@ -384,8 +397,9 @@ export interface RedactableTracerProvider {
 }
 
 /**
- * Wraps an OpenTelemetry tracer provider so that every span attribute and event attribute set through
- * its tracers is redacted (strings, string arrays, JSON text such as `gen_ai.tool.call.arguments`): pass
+ * Wraps an OpenTelemetry tracer provider so that everything set on a span through its tracers is
+ * redacted: attributes and event attributes (strings, string arrays, JSON text such as
+ * `gen_ai.tool.call.arguments`), the status message (an error's text), recorded exceptions and names. Pass
  * it as `createOtelHooks({ tracerProvider: createRedactingTracerProvider(provider) })`. Tracing hooks read
  * the hook payloads, which carry the clear values the run works on (the tool's real arguments, the
  * user's input), so their spans are redacted on the way out instead.
@@ -401,13 +415,24 @@ export function createRedactingTracerProvider<P extends RedactableTracerProvider
     if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof Date) return value;
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, attribute(v)]));
   };
+  // An exception is a string or an object with message, name, stack and code (OpenTelemetry's Exception).
+  const exception = (value: unknown): unknown => {
+    if (typeof value === 'string') return redactor.redactText(value).value;
+    if (typeof value !== 'object' || value === null) return value;
+    const { message, name, stack, code } = value as { message?: unknown; name?: unknown; stack?: unknown; code?: unknown };
+    return Object.fromEntries(Object.entries({ message, name, stack, code }).filter(([, v]) => v !== undefined).map(([k, v]) => [k, attribute(v)]));
+  };
   const wrapSpan = (span: SpanLike): SpanLike => {
     const proxy: SpanLike = new Proxy(span, {
       get(target, prop) {
         const value: unknown = Reflect.get(target, prop, target);
         if (prop === 'setAttribute') return (key: string, v: unknown) => (target.setAttribute(key, attribute(v)), proxy);
         if (prop === 'setAttributes') return (attrs: Record<string, unknown>) => (target.setAttributes(attributes(attrs) as Record<string, unknown>), proxy);
-        if (prop === 'addEvent') return (name: string, attrsOrTime?: unknown, time?: unknown) => (target.addEvent(name, attributes(attrsOrTime), time), proxy);
+        if (prop === 'addEvent') return (name: string, attrsOrTime?: unknown, time?: unknown) => (target.addEvent(attribute(name) as string, attributes(attrsOrTime), time), proxy);
+        // An error's message is the span's status: a tool's error text can carry what its arguments held.
+        if (prop === 'setStatus') return (status: { code: number; message?: string }) => (target.setStatus(status.message === undefined ? status : { ...status, message: redactor.redactText(status.message).value }), proxy);
+        if (prop === 'recordException') return (error: unknown, time?: unknown) => (target.recordException(exception(error), time), proxy);
+        if (prop === 'updateName') return (name: string) => (target.updateName(redactor.redactText(name).value), proxy);
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
     });

@@ -10,12 +10,24 @@ import type { ReconcileOptions } from './reconcile-options.js';
 import type { RunHost } from './run-host.js';
 import type { ChildStart } from './run-setup.js';
 
+/** Which model replies a run journals before its step commit (see {@link JSAgentExecutorOptions.journalModelReplies}). */
+export type ModelReplyJournaling = 'side-effects' | 'always';
+
 /** Options of a {@link JSAgentExecutor}; the C2, C6 and C16 variants come from {@link ReconcileOptions}. */
 export interface JSAgentExecutorOptions extends ReconcileOptions {
   /** Where observe-only hook errors and store trouble are reported (default: stderr). */
   readonly logger?: Logger;
   /** When true, a throwing onAgentComplete fails the run (onAgentFail follows; docs/rules.md, C5); by default the run completes without the hook's writes. */
   readonly strictTerminalHooks?: boolean;
+  /**
+   * Which model replies are journaled before the step commit (K3), so a run recovered after its process
+   * died replays the reply instead of calling the model again. `side-effects` (the default on runtime-js):
+   * only a reply that calls a side-effecting tool, which must see the same calls again; any other step of
+   * a dead process calls the model again (its tokens are paid twice, and the reply may differ). `always`:
+   * every reply, at the cost of one journal write per step. `DBOSAgentExecutor` uses `always`.
+   * See docs/durability.md.
+   */
+  readonly journalModelReplies?: ModelReplyJournaling;
   /** Makes run, turn and session ids (default: random UUIDs). */
   readonly generateId?: (kind: 'run' | 'turn' | 'session') => string;
   /** This process's name on run leases (default: `<hostname>:<pid>:<random>`). */

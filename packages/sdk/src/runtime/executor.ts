@@ -25,7 +25,7 @@ import { normalizeTurnInput, type TurnInput } from './turn-input.js';
 
 export type { RunStartedInfo } from './run-entry.js';
 
-export type { JSAgentExecutorOptions } from './executor-options.js';
+export type { JSAgentExecutorOptions, ModelReplyJournaling } from './executor-options.js';
 export type { NestedPendingCall } from './sub-agent-tree.js';
 
 /**
@@ -69,6 +69,7 @@ export class JSAgentExecutor implements AgentRuntime {
       llmAdapter,
       logger: this.#logger,
       strictTerminalHooks: options.strictTerminalHooks ?? false,
+      journalModelReplies: options.journalModelReplies ?? 'side-effects',
       auditHooks: options.auditHooks ?? 'decisions',
       generateId: this.#generateId,
       instanceId: this.instanceId,

@@ -1,5 +1,5 @@
 import { FINISH_TOOL_NAME, type ToolDefinition } from '../define.js';
-import { AgentError, agentErrorFromInfo, HookError, RunInterruptedError, type AgentErrorInfo } from '../errors.js';
+import { AgentError, agentErrorFromInfo, HookError, RunInterruptedError, RunSupersededError, type AgentErrorInfo } from '../errors.js';
 import type { BeforeLLMCallPayload, BeforeLLMCallResult, StepPlan } from '../hooks/types.js';
 import type { LanguageModel, LLMAdapter, LLMToolSpec, StepFailure, StepResult, StepSuccess } from '../llm.js';
 import type { AssistantMessage, Message } from '../messages.js';
@@ -218,30 +218,45 @@ function failureError(info: AgentErrorInfo, attempts: number): AgentError {
 /**
  * The step's model reply: replayed from the step recorder when a process that died recorded it, else a
  * model call (with retries). A reply that calls a side-effecting tool is recorded, so a recovery runs
- * the same calls instead of asking the model again.
+ * the same calls instead of asking the model again; with `journalModelReplies: 'always'` every reply is,
+ * so a recovered step never calls the model again.
  */
 export async function modelReply(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
-  // An agent without side-effecting tools never needs its replies recorded, and a recovered run has none to replay.
-  if (!hasSideEffectTools(run.setup.agent.tools) && !run.recorder.has({ kind: 'model_reply', step: run.stepCount })) return askModel(run, adapter, warned, scope);
+  const always = run.setup.journalModelReplies === 'always';
+  // Without `always`, an agent without side-effecting tools never needs its replies recorded, and a recovered run has none to replay.
+  if (!always && !hasSideEffectTools(run.setup.agent.tools) && !run.recorder.has({ kind: 'model_reply', step: run.stepCount })) return askModel(run, adapter, warned, scope);
   const toolsByName = run.setup.agent.toolsByName;
   const ask = (): Promise<StepSuccess> => askModel(run, adapter, warned, scope);
+  const callsSideEffects = (reply: StepSuccess): boolean => reply.toolCalls.some((c) => c.name !== FINISH_TOOL_NAME && toolsByName.get(c.name)?.sideEffects === true);
   let live: StepSuccess | undefined;
-  const outcome = await run.recorder.replayOrRun(
-    { kind: 'model_reply', step: run.stepCount },
-    modelReplyRecord,
-    async () => {
-      live = await ask();
-      const { text, toolCalls, finishReason, model, usage, reasoning } = live;
-      const kept: StepSuccess = { ok: true, text, toolCalls, finishReason, model, ...(usage ? { usage } : {}), ...(reasoning === undefined ? {} : { reasoning }) };
-      return { reply: kept, patches: run.work.patchesOf(STEP_OWNER) };
-    },
-    { persist: ({ reply }) => reply.toolCalls.some((c) => c.name !== FINISH_TOOL_NAME && toolsByName.get(c.name)?.sideEffects === true) },
-  );
+  let outcome;
+  try {
+    outcome = await run.recorder.replayOrRun(
+      { kind: 'model_reply', step: run.stepCount },
+      modelReplyRecord,
+      async () => {
+        live = await ask();
+        const { text, toolCalls, finishReason, model, usage, reasoning } = live;
+        const kept: StepSuccess = { ok: true, text, toolCalls, finishReason, model, ...(usage ? { usage } : {}), ...(reasoning === undefined ? {} : { reasoning }) };
+        return { reply: kept, patches: run.work.patchesOf(STEP_OWNER) };
+      },
+      { persist: always || (({ reply }) => callsSideEffects(reply)) },
+    );
+  } catch (error) {
+    // A reply recorded only because of `always`, refused by the fence (a newer run took the session): the
+    // step goes on in memory and its commit is refused, as without the record (D13), so both settings
+    // leave the same hook trace. A reply that calls a side-effecting tool must not go on unrecorded.
+    if (always && live !== undefined && !callsSideEffects(live) && RunSupersededError.isInstance(error)) return live;
+    throw error;
+  }
   if (outcome.status === 'ran') return live ?? outcome.value.reply;
   if (outcome.status === 'interrupted') throw new AgentError('run_internal_error', 'A model reply cannot be interrupted.');
   run.work.applyRecorded(outcome.value.patches, STEP_OWNER);
-  await run.appendMessage(assistantMessage(outcome.value.reply), run.runScope, false);
-  return outcome.value.reply;
+  const { reply } = outcome.value;
+  // The dead process paid for the reply, and its usage went with the step it never committed: count it here, once.
+  run.books.addUsage({ kind: 'llm', sessionId: run.setup.sessionId, runId: run.setup.runId, stepIndex: run.stepCount, attempt: 1, model: reply.model, usage: reply.usage, success: true, durationMs: 0, at: Date.now() });
+  await run.appendMessage(assistantMessage(reply), run.runScope, false);
+  return reply;
 }
 
 /** The model call and its reply's row (onMessage fires for it). */

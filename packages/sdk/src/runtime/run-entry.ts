@@ -9,6 +9,7 @@ import { continuesDryRun, executionHooks, hookContextOf, rollupWithChildren, run
 import type { StartSignalKind, StreamChunkInput, StreamManager, StreamWriter } from '../stream.js';
 import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
 import { crashPoint } from './crash-points.js';
+import type { ModelReplyJournaling } from './executor-options.js';
 import type { AuditHooks } from './hook-dispatch.js';
 import { keepLease } from './lease.js';
 import { resolveLimits, type ResourceLimits } from './limits.js';
@@ -67,6 +68,8 @@ export interface LauncherConfig {
   readonly llmAdapter: LLMAdapter;
   readonly logger: Logger;
   readonly strictTerminalHooks: boolean;
+  /** Which model replies are journaled before K3 (absent: `side-effects`). */
+  readonly journalModelReplies?: ModelReplyJournaling;
   readonly auditHooks: AuditHooks;
   readonly generateId: (kind: 'run' | 'turn' | 'session') => string;
   readonly instanceId: string;
@@ -276,6 +279,7 @@ export class RunLauncher {
       streamId: own.sessionId,
       abort: new AbortController(),
       strictTerminalHooks: c.strictTerminalHooks,
+      ...(c.journalModelReplies === 'always' ? { journalModelReplies: 'always' as const } : {}),
       auditHooks: c.auditHooks,
       depth: who.depth ?? 0,
       limits: resolveLimits(c.limits, own.agent.limits),

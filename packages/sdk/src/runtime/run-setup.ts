@@ -6,6 +6,7 @@ import type { StateStore } from '../store.js';
 import type { StreamWriter } from '../stream.js';
 import type { UsageStore } from '../usage.js';
 import type { AgentHandle } from './agent-runtime.js';
+import type { ModelReplyJournaling } from './executor-options.js';
 import type { AuditHooks } from './hook-dispatch.js';
 import type { ResolvedLimits } from './limits.js';
 import type { Logger } from './logger.js';
@@ -37,6 +38,8 @@ export interface RunSetup extends RunAttribution {
   readonly executionHooks?: HookManager<unknown, unknown>;
   readonly abort: AbortController;
   readonly strictTerminalHooks: boolean;
+  /** Which model replies are journaled before K3 (absent: `side-effects`, only those calling a side-effecting tool). */
+  readonly journalModelReplies?: ModelReplyJournaling;
   /** Which hook invocations write a `hook_decision` chunk. */
   readonly auditHooks: AuditHooks;
   /** How deep this run is in a tree of sub-agents (0 for a root run). */
