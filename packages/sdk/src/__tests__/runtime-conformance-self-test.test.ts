@@ -183,6 +183,8 @@ const EXPECT_ON_AGENT_FAIL = [
   'retry/to-genesis',
   'retry/after-interrupt',
   'subagent/child-fails',
+  'subagent/stop-parent-stops-child',
+  'subagent/supersede-parent-ends-child',
   'steer/before-llm-block',
   'policy/fail-closed-before-llm',
   'stop/cancels-running-call',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { LocalSubAgentSpec, SubAgentSpec, ToolDefinition } from '../define.js';
-import { AgentError, ToolError, type AgentErrorInfo } from '../errors.js';
+import { AgentError, RunSupersededError, ToolError, type AgentErrorInfo } from '../errors.js';
 import type { RunAttribution, SubAgentCall } from '../hooks/types.js';
 import type { ToolCall } from '../messages.js';
 import type { StatePatch } from '../stream.js';
@@ -143,8 +143,11 @@ async function childResult(run: Run, handle: AgentHandle, parentToolCallId: stri
   const shutdown = releasable ? run.setup.children?.shutdown : undefined;
   const stopForwarding = new AbortController();
   const stopChild = (): void => void handle.stop('The parent run was stopped.');
+  const supersedeChild = (): void => void handle.stop('The parent run was superseded.');
   run.signal.addEventListener('abort', stopChild, { once: true });
+  run.newerRun.addEventListener('abort', supersedeChild, { once: true });
   if (run.signal.aborted) stopChild();
+  else if (run.newerRun.aborted) supersedeChild();
   const forwarding = forward(run, handle, parentToolCallId, depth, stopForwarding.signal);
   let release = (): void => {};
   const released = new Promise<'released'>((resolve) => (release = () => resolve('released')));
@@ -155,11 +158,15 @@ async function childResult(run: Run, handle: AgentHandle, parentToolCallId: stri
     const result = await Promise.race([handle.result(), released]);
     if (result === 'released') stopForwarding.abort();
     await forwarding;
+    // Superseded while it waited: the child was stopped for it, and the parent ends superseded at once (no afterSubAgent).
+    const newer: unknown = run.newerRun.reason;
+    if (result !== 'released' && result.status === 'interrupted' && RunSupersededError.isInstance(newer)) throw newer;
     return result;
   } finally {
     if (releasable) run.books.waitingOnChildren(-1);
     shutdown?.removeEventListener('abort', release);
     run.signal.removeEventListener('abort', stopChild);
+    run.newerRun.removeEventListener('abort', supersedeChild);
   }
 }
 
