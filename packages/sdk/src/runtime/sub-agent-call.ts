@@ -3,7 +3,7 @@ import type { LocalSubAgentSpec, SubAgentSpec, ToolDefinition } from '../define.
 import { AgentError, RunSupersededError, ToolError, type AgentErrorInfo } from '../errors.js';
 import type { RunAttribution, SubAgentCall } from '../hooks/types.js';
 import type { ToolCall } from '../messages.js';
-import type { StatePatch } from '../stream.js';
+import type { StatePatch, StreamChunk } from '../stream.js';
 import { childSessionId } from '../sub-agent-tool.js';
 import type { AgentHandle } from './agent-runtime.js';
 import { crashPoint } from './crash-points.js';
@@ -82,7 +82,7 @@ export async function runSubAgent(run: Run, tool: ToolDefinition, call: ToolCall
   const startedAt = performance.now();
   const handle = spec.kind === 'remote' ? remoteChildHandle(spec, spawned, run.setup.logger) : await startLocalChild(run, children, spec, call, depth, attach);
   // A remote child is not let go at shutdown (no local run of it ends to resume the parent): the parent is handed off instead.
-  const result = await childResult(run, handle, call.id, depth, spec.kind === 'local');
+  const result = await childResult(run, handle, { parentToolCallId: call.id, depth, all: spec.stream !== false }, spec.kind === 'local');
   if (result === 'released' || result.status === 'suspended' || result.status === 'running') return { waiting: [{ sessionId: handle.sessionId, agentType: spec.agentType }] };
   crashPoint('after_child_end');
   run.books.addChild(handle);
@@ -139,7 +139,7 @@ async function spawn(run: Run, spec: SubAgentSpec, call: ToolCall, depth: number
  * the executor shutting down lets go of the wait (`released`): the parent suspends on the child, which
  * the executor hands off.
  */
-async function childResult(run: Run, handle: AgentHandle, parentToolCallId: string, depth: number, releasable: boolean): Promise<AgentResult | 'released'> {
+async function childResult(run: Run, handle: AgentHandle, forwarded: Forwarding, releasable: boolean): Promise<AgentResult | 'released'> {
   const shutdown = releasable ? run.setup.children?.shutdown : undefined;
   const stopForwarding = new AbortController();
   const stopChild = (): void => void handle.stop('The parent run was stopped.');
@@ -148,7 +148,7 @@ async function childResult(run: Run, handle: AgentHandle, parentToolCallId: stri
   run.newerRun.addEventListener('abort', supersedeChild, { once: true });
   if (run.signal.aborted) stopChild();
   else if (run.newerRun.aborted) supersedeChild();
-  const forwarding = forward(run, handle, parentToolCallId, depth, stopForwarding.signal);
+  const forwarding = forward(run, handle, forwarded, stopForwarding.signal);
   let release = (): void => {};
   const released = new Promise<'released'>((resolve) => (release = () => resolve('released')));
   if (shutdown?.aborted) release();
@@ -189,10 +189,27 @@ function refused(code: string, message: string, details: Record<string, unknown>
   return { ok: false, error: new ToolError(code, message, { details }) };
 }
 
+/** How a child's chunks reach the parent's stream: tagged with the call and the depth; all of them, or only its requests for an answer. */
+interface Forwarding {
+  readonly parentToolCallId: string;
+  readonly depth: number;
+  /** False for a sub-agent tool with `stream: false`. */
+  readonly all: boolean;
+}
+
+/** The chunks a `stream: false` child still forwards: what a reader of the parent must answer. */
+const ANSWER_REQUESTS: ReadonlySet<StreamChunk['type']> = new Set<StreamChunk['type']>(['tool_approval_request', 'suspended']);
+
+/** Whether a chunk (or, for a grandchild's forwarded chunk, the chunk it carries) asks a reader for an answer. */
+function asksForAnswer(chunk: StreamChunk): boolean {
+  return chunk.type === 'subagent_chunk' ? asksForAnswer(chunk.chunk) : ANSWER_REQUESTS.has(chunk.type);
+}
+
 /** Copies the child's chunks into the parent's stream as they come, tagged with the child, the call and the depth. */
-async function forward(run: Run, handle: AgentHandle, parentToolCallId: string, depth: number, signal: AbortSignal): Promise<void> {
+async function forward(run: Run, handle: AgentHandle, { parentToolCallId, depth, all }: Forwarding, signal: AbortSignal): Promise<void> {
   try {
     for await (const chunk of handle.stream({ signal })) {
+      if (!all && !asksForAnswer(chunk)) continue;
       run.emitNoWait({ type: 'subagent_chunk', childSessionId: handle.sessionId, parentToolCallId, depth, chunk, ...run.chunkBase() });
     }
   } catch (error) {
