@@ -207,6 +207,37 @@ async function wave(initial: BoardState, folds: readonly Fold[], order: readonly
   return { result, afterSubAgent };
 }
 
+/**
+ * Runs one wave whose children finish on their own, concurrently: child i waits `delays[i]` ms in its
+ * start hook, and the parent's afterSubAgent of child i yields `yields[i]` times before its fold. Nothing
+ * orders the outcomes; the order the folds were applied in is recorded as they are applied.
+ */
+async function concurrentWave(initial: BoardState, folds: readonly Fold[], delays: readonly number[], yields: readonly number[]) {
+  const applied: number[] = [];
+  const child = defineAgent({
+    name: 'worker',
+    llmConfig: { model: createScriptedModel([{ text: 'ok' }], { loop: true }) },
+    hooks: { onAgentStart: (p) => new Promise<void>((resolve) => setTimeout(resolve, delays[Number(p.input)] ?? 0)) },
+  });
+  const parent = defineAgent({
+    name: 'lead',
+    stateSchema: Board,
+    llmConfig: { model: createScriptedModel([{ toolCalls: folds.map((_f, i) => ({ name: 'worker', args: { input: String(i) }, id: `w${i}` })) }, { text: 'done' }]) },
+    tools: [defineSubAgentTool({ agent: child })],
+    hooks: {
+      afterSubAgent: async (p, ctx) => {
+        const i = Number((p.call.input as { input: string }).input);
+        for (let k = 0; k < (yields[i] ?? 0); k++) await Promise.resolve();
+        applied.push(i);
+        ctx.updateState((d) => fold(d as Draft<BoardState>, folds[i] as Fold));
+      },
+    },
+  });
+  const { executor } = setup();
+  const result = await (await executor.execute(parent, 'go', { initialState: initial })).result();
+  return { result, applied };
+}
+
 function sequential(initial: BoardState, folds: readonly Fold[], order: readonly number[]): BoardState {
   return order.reduce((state, i) => produce(state, (d) => fold(d as Draft<BoardState>, folds[i] as Fold)), initial);
 }
@@ -235,6 +266,20 @@ describe('parallel folds compose (rules 81–84)', () => {
     );
   }, 120_000);
 
+  it('rules 80, 81, 82, 83, 84: property: children that finish concurrently (random delays, no gates, afterSubAgent handlers that yield before their fold): the state equals running the folds one after another in the order they were recorded, and each child is folded exactly once', async () => {
+    const concurrent = fc.array(fc.tuple(foldArb, fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 3 })), { minLength: 1, maxLength: 8 });
+    await fc.assert(
+      fc.asyncProperty(stateArb, concurrent, async (initial, children) => {
+        const folds = children.map(([f]) => f);
+        const { result, applied } = await concurrentWave(initial, folds, children.map(([, delay]) => delay), children.map(([, , yields]) => yields));
+        expect(result.status).toBe('completed');
+        expect([...applied].sort((a, b) => a - b)).toEqual(folds.map((_f, i) => i));
+        expect(result.state).toEqual(sequential(initial, folds, applied));
+      }),
+      { numRuns: 500 },
+    );
+  }, 120_000);
+
   it('rule 81: property: children with disjoint edits give the same state whatever order they finish in', async () => {
     const disjoint = fc.array(fc.string({ maxLength: 2 }), { minLength: 1, maxLength: 4 }).chain((vs) =>
       fc.tuple(fc.constant(vs.map((v, i): Fold => ({ kind: 'editId', id: `n${i}`, v }))), fc.shuffledSubarray(vs.map((_v, i) => i), { minLength: vs.length, maxLength: vs.length })),
@@ -245,7 +290,7 @@ describe('parallel folds compose (rules 81–84)', () => {
         const { result } = await wave(initial, folds, order);
         expect(result.state).toEqual(sequential(initial, folds, folds.map((_f, i) => i)));
       }),
-      { numRuns: 60 },
+      { numRuns: 500 },
     );
-  }, 60_000);
+  }, 120_000);
 });
