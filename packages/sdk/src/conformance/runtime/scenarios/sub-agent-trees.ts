@@ -1,72 +1,17 @@
-// Sub-agents, part two: what a parent sees of its children on every runtime. A wave of parallel
-// children whose folds compose, the children's chunks in the parent's stream, the parent's usage rollup,
-// a stop and a supersede of a parent whose child runs, and the depth and fan-out limits.
-import { defineAgent, type AgentConfig, type ToolDefinition } from '../../../define.js';
+// Sub-agents, part two: what a parent does with its children on every runtime. A wave of parallel children
+// whose folds compose, a stop and a supersede of a parent whose child runs, and the depth and fan-out limits.
+import { defineAgent, type AgentConfig } from '../../../define.js';
 import type { Draft } from '../../../hooks/types.js';
-import type { StreamChunk } from '../../../stream.js';
 import { defineSubAgentTool } from '../../../sub-agent-tool.js';
 import { createScriptedModel, type ScriptedStep } from '../../../testing/scripted-model.js';
 import type { Deferred, ScenarioContext } from '../context.js';
 import { at, C1, C2, C3, C4, fail, R1, R2, R3, row, S1, S2, storedRun, storedSession, superseded, toolCall } from '../expect.js';
-import { agent, appendToLog, calls, type Counter, CounterState, INITIAL, inTopic, lastPromptText, text, type TopicScenario } from '../fixtures.js';
-import { callErrorRows, callRows, callsTools, childAnswers, completedRun, completesWithText, entered, foldsChild, interruptedRun, newTurn, spawnsChild, supersededRun } from '../fragments.js';
+import { agent, calls, type Counter, CounterState, INITIAL, inTopic, lastPromptText, text, type TopicScenario } from '../fixtures.js';
+import { callErrorRows, callRows, callsTools, completedRun, completesWithText, entered, foldsChild, interruptedRun, newTurn, spawnsChild, supersededRun } from '../fragments.js';
 import type { HookLayer } from '../recorder.js';
 import type { RuntimeScenario } from '../scenario.js';
 import type { JsonValue, TraceEvent, TraceToolCall } from '../trace.js';
-
-/** A child agent `name` over a scripted model, its hooks recorded (with the scenario's `layers`). */
-function child(t: ScenarioContext, name: string, steps: readonly ScriptedStep[], tools: readonly ToolDefinition[] = []): AgentConfig<unknown, unknown> {
-  return defineAgent<unknown, unknown>({ name, llmConfig: { model: createScriptedModel(steps), retry: { maxAttempts: 1 } }, tools, hooks: t.hooks() });
-}
-
-/** The parent's fold: afterSubAgent logs `<success> <result>`. */
-const fold: HookLayer<Counter, unknown> = {
-  hooks: { afterSubAgent: (p, ctx) => appendToLog(ctx, `${p.success ? 'ok' : 'failed'} ${String(p.result)}`) },
-};
-
-/** The parent's prompts: its first call (system prompt and input, one tool), its second (plus its reply and the call's row). */
-const FIRST = { messages: 2, tools: 1 };
-const SECOND = { messages: 4, tools: 1 };
-const folded = (entry: string) => ({ count: 0, log: [entry] });
-const research = toolCall(C1, 'research', { input: 'look' });
-const dig = toolCall(C1, 'delegate', { input: 'dig' });
-const deeper = toolCall(C2, 'leaf', { input: 'deeper' });
-const one = toolCall(C1, 'research', { input: 'one' });
-const two = toolCall(C2, 'research', { input: 'two' });
-
-/** All chunks of a session's stream so far. */
-async function chunksOf(t: ScenarioContext, sessionId: string): Promise<StreamChunk[]> {
-  const out: StreamChunk[] = [];
-  for await (const chunk of t.runtime.readStream(sessionId, { follow: false })) out.push(chunk);
-  return out;
-}
-
-/** The hooks of a parent that calls `research` once (the child answers `found it`) and then replies `merged`. */
-function oneChildHooks(): TraceEvent[] {
-  return [
-    ...newTurn(R1, 0, 'go'),
-    ...callsTools(R1, 0, FIRST, 1, research),
-    ...spawnsChild(R1, 0, research, 'researcher'),
-    ...childAnswers(R2, 'look', 'found it'),
-    ...foldsChild(R1, 0, research, 'researcher', { success: true, result: 'found it' }, folded('ok found it'), 2),
-    ...completesWithText(R1, 1, SECOND, 3, 'merged', { research: 1 }),
-  ];
-}
-
-/** A child's run (input `look`) that a stop of its parent ends in its model call: its own onAgentFail(run_interrupted, recoverable). */
-function childStoppedInModelCall(runId: string): TraceEvent[] {
-  return [...newTurn(runId, 0, 'look'), at(runId, 0).beforeLLM(1, 0), at(runId, 0).afterLLM('fail', 'run_interrupted'), fail(runId, 0, 'run_interrupted', true)];
-}
-
-/** The end of that scenario: both runs completed, both sessions as stored. */
-const oneChildEnd = {
-  entries: [entered('execute', S1, R1)],
-  runs: [completedRun(R1, S1, 'start', { exitReason: 'text', output: 'merged', steps: 2, state: folded('ok found it') }), storedRun(R2, S2, 'start', 'completed', { output: 'found it' })],
-  sessions: [
-    storedSession(S1, R1, folded('ok found it'), [row.user('go'), ...callRows(research, 'found it'), row.assistant('merged')]),
-    storedSession(S2, R2, {}, [row.user('look'), row.assistant('found it')]),
-  ],
-};
+import { child, childStoppedInModelCall, deeper, dig, FIRST, fold, folded, one, research, SECOND, two } from './sub-agent-parts.js';
 
 /** A fold of one child of the wave into the parent's counter state. */
 type WaveFold = (d: Draft<Counter>) => void;
@@ -177,78 +122,6 @@ const scenarios: TopicScenario[] = [
           ...[TA, TB, TC, TD].map((c) => row.tool(c.call, c.tool, `r-${String((c.args as { input: string }).input).slice(5)}`)),
           row.assistant('done'),
         ]),
-      ],
-    },
-  },
-  {
-    name: 'subagent/stream-carries-child-chunks',
-    description:
-      "the parent's stream carries the child's chunks as subagent_chunk, each tagged with the child's session, the parent's call id and depth 1, the child's text among them; the child's end is one of them and not the parent's end (the parent's stream has one end, last); a reader of the child's stream sees only the child (issue 11 item 6; rule 79)",
-    async run(t) {
-      const researcher = child(t, 'researcher', [text('found it')]);
-      const lead = agent(t, { name: 'lead', tools: [defineSubAgentTool({ agent: researcher, name: 'research' })], steps: [calls(['research', { input: 'look' }]), text('merged')], layers: [fold] });
-      const sessionId = t.sessionId();
-      const handle = await t.execute(lead, 'go', { sessionId });
-      await t.result(handle);
-      const chunks = await chunksOf(t, sessionId);
-      const forwarded = chunks.filter((c): c is Extract<StreamChunk, { type: 'subagent_chunk' }> => c.type === 'subagent_chunk');
-      const tags = new Map(forwarded.map((c) => [JSON.stringify([c.childSessionId, c.parentToolCallId, c.depth]), { child: c.childSessionId, call: c.parentToolCallId, depth: c.depth }]));
-      t.note('tags of the forwarded chunks', [...tags.values()]);
-      t.note("the child's text in the parent's stream", forwarded.map((c) => (c.chunk.type === 'text_delta' ? c.chunk.delta : '')).join(''));
-      t.note("the child's end is forwarded", forwarded.some((c) => c.chunk.type === 'end'));
-      t.note("end chunks of the parent's own", chunks.filter((c) => c.type === 'end').length);
-      t.note("the parent's last chunk", chunks.at(-1)?.type);
-      const childChunks = await chunksOf(t, forwarded[0]?.childSessionId ?? '');
-      t.note("the child's stream has forwarded chunks", childChunks.some((c) => c.type === 'subagent_chunk'));
-      t.note("the child's stream has its text", childChunks.map((c) => (c.type === 'text_delta' ? c.delta : '')).join(''));
-    },
-    expected: {
-      hooks: oneChildHooks(),
-      ...oneChildEnd,
-      notes: [
-        { label: 'tags of the forwarded chunks', value: [{ child: S2, call: C1, depth: 1 }] },
-        { label: "the child's text in the parent's stream", value: 'found it' },
-        { label: "the child's end is forwarded", value: true },
-        { label: "end chunks of the parent's own", value: 1 },
-        { label: "the parent's last chunk", value: 'end' },
-        { label: "the child's stream has forwarded chunks", value: false },
-        { label: "the child's stream has its text", value: 'found it' },
-      ],
-    },
-  },
-  {
-    name: 'subagent/usage-rollup-includes-children',
-    description:
-      "the parent's getUsageRollup() includes its child: tokens and model calls summed once (parent 2 calls, child 1), the sub-agent tool's stats, and a per-sub-agent breakdown naming the child's session and run with the child's own rollup (issue 11 item 7)",
-    async run(t) {
-      const usage = { inputTokens: 10, outputTokens: 5 };
-      const researcher = child(t, 'researcher', [{ text: 'found it', usage: { inputTokens: 7, outputTokens: 3 } }]);
-      const lead = agent(t, { name: 'lead', tools: [defineSubAgentTool({ agent: researcher, name: 'research' })], steps: [{ ...calls(['research', { input: 'look' }]), usage }, { text: 'merged', usage }], layers: [fold] });
-      const handle = await t.execute(lead, 'go', { sessionId: t.sessionId(), usageStore: t.usageStore() });
-      await t.result(handle);
-      const rollup = await handle.getUsageRollup();
-      t.note('rollup', {
-        tokens: rollup ? { prompt: rollup.tokens.prompt, completion: rollup.tokens.completion, total: rollup.tokens.total } : null,
-        modelCalls: rollup?.modelCalls ?? null,
-        research: rollup?.toolStats.byTool['research'] ? { calls: rollup.toolStats.byTool['research'].calls, failures: rollup.toolStats.byTool['research'].failures } : null,
-        totalToolCalls: rollup?.toolStats.totalCalls ?? null,
-        subAgents: (rollup?.subAgents ?? []).map((s) => ({ session: s.sessionId, run: s.runId, modelCalls: s.rollup.modelCalls, total: s.rollup.tokens.total })),
-      });
-    },
-    expected: {
-      hooks: oneChildHooks(),
-      ...oneChildEnd,
-      notes: [
-        {
-          label: 'rollup',
-          value: {
-            tokens: { prompt: 27, completion: 13, total: 40 },
-            modelCalls: 3,
-            research: { calls: 1, failures: 0 },
-            totalToolCalls: 1,
-            subAgents: [{ session: S2, run: R2, modelCalls: 1, total: 10 }],
-          },
-        },
       ],
     },
   },
@@ -390,5 +263,5 @@ const scenarios: TopicScenario[] = [
   },
 ];
 
-/** What a parent sees of its children on every runtime: folds of a parallel wave, streams, usage, stop, supersede, limits. */
+/** What a parent does with its children on every runtime: folds of a parallel wave, stop, supersede, limits. */
 export const subAgentTreeScenarios: readonly RuntimeScenario[] = inTopic('sub-agents', scenarios);
