@@ -153,6 +153,64 @@ describe('sub-agent calls', () => {
   });
 });
 
+describe('superseding a parent whose children run', () => {
+  /** A parent that fans out to `slow` children (each waits in its model call until stopped) and records every terminal hook. */
+  function fanOut(events: string[], count: number) {
+    const slow = defineAgent({
+      name: 'slow',
+      llmConfig: { model: createScriptedModel([{ text: 'late', delayMs: 5_000 }], { loop: true }) },
+      hooks: { onAgentStart: (p) => void events.push(`start ${p.input}`), onAgentFail: (p, ctx) => void events.push(`fail ${ctx.sessionId} ${p.error.code}`), onAgentComplete: () => void events.push('child complete') },
+    });
+    return defineAgent({
+      name: 'lead',
+      llmConfig: { model: createScriptedModel([{ toolCalls: Array.from({ length: count }, (_v, i) => ({ name: 'slow', args: { input: `c${i}` }, id: `c${i}` })) }, { text: 'never' }]) },
+      tools: [defineSubAgentTool({ agent: slow })],
+      hooks: {
+        afterSubAgent: () => void events.push('afterSubAgent'),
+        afterTool: () => void events.push('afterTool'),
+        onAgentSuperseded: () => void events.push('parent superseded'),
+        onAgentFail: () => void events.push('parent fail'),
+        onAgentComplete: () => void events.push('parent complete'),
+      },
+    });
+  }
+
+  async function started(events: readonly string[], count: number): Promise<void> {
+    for (let i = 0; i < 200 && events.filter((e) => e.startsWith('start')).length < count; i++) await new Promise((r) => setTimeout(r, 5));
+  }
+
+  it("rules 46–49: a newer execute on the parent's session while two parallel children run stops both (each child's own onAgentFail run_interrupted), and the parent fires onAgentSuperseded only: no afterSubAgent, no afterTool, nothing written", async () => {
+    const events: string[] = [];
+    const { executor, stateStore } = setup();
+    const handle = await executor.execute(fanOut(events, 2), 'first', { sessionId: 'sup-1' });
+    await started(events, 2);
+    const newer = defineAgent({ name: 'lead', llmConfig: { model: createScriptedModel([{ text: 'newer' }]) } });
+    const winner = await (await executor.execute(newer, 'second', { sessionId: 'sup-1' })).result();
+    const result = await handle.result();
+    expect(winner.status).toBe('completed');
+    expect(result.status).toBe('superseded');
+    expect(events.filter((e) => !e.startsWith('start')).sort()).toEqual([`fail ${childSessionId('sup-1', 'c0')} run_interrupted`, `fail ${childSessionId('sup-1', 'c1')} run_interrupted`, 'parent superseded'].sort());
+    expect(events.at(-1)).toBe('parent superseded');
+    expect((await stateStore.loadSession('sup-1'))!.messages.map((m) => m.role)).toEqual(['user', 'user', 'assistant']);
+  });
+
+  it("rules 46, 107: a from_checkpoint rewind of the parent's session while its child runs supersedes the parent the same way: the child is stopped (its onAgentFail), the parent fires onAgentSuperseded only", async () => {
+    const events: string[] = [];
+    const { executor } = setup();
+    const first = defineAgent({ name: 'lead', llmConfig: { model: createScriptedModel([{ text: 'one' }, { text: 'redo' }]) } });
+    await (await executor.execute(first, 'first', { sessionId: 'sup-2' })).result();
+    const checkpoint = (await executor.listCheckpoints('sup-2')).find((c) => c.kind === 'step');
+    const handle = await executor.execute(fanOut(events, 1), 'second', { sessionId: 'sup-2' });
+    await started(events, 1);
+    const rewind = await executor.resume('sup-2', { mode: 'from_checkpoint', checkpointId: checkpoint!.checkpointId });
+    expect((await handle.result()).status).toBe('superseded');
+    // The rewind runs the session's agent (the same lead) from the checkpoint: it completes on its own.
+    expect(await rewind.result()).toMatchObject({ status: 'completed', output: 'never' });
+    expect(events.filter((e) => e !== 'parent complete')).toEqual(['start c0', `fail ${childSessionId('sup-2', 'c0')} run_interrupted`, 'parent superseded']);
+    expect(events.filter((e) => e === 'parent complete')).toHaveLength(1);
+  });
+});
+
 /** One child's fold into the parent state. */
 type Fold = { readonly kind: 'push'; readonly v: string } | { readonly kind: 'edit'; readonly index: number; readonly v: string } | { readonly kind: 'editId'; readonly id: string; readonly v: string } | { readonly kind: 'remove'; readonly index: number } | { readonly kind: 'count'; readonly by: number } | { readonly kind: 'same'; readonly v: string };
 
