@@ -194,7 +194,7 @@ describe('superseding a parent whose children run', () => {
     expect((await stateStore.loadSession('sup-1'))!.messages.map((m) => m.role)).toEqual(['user', 'user', 'assistant']);
   });
 
-  it("rules 46, 107: a from_checkpoint rewind of the parent's session while its child runs supersedes the parent the same way: the child is stopped (its onAgentFail), the parent fires onAgentSuperseded only", async () => {
+  it("rule 46: a from_checkpoint rewind of the parent's session while its child runs supersedes the parent the same way: the child is stopped (its onAgentFail), the parent fires onAgentSuperseded only", async () => {
     const events: string[] = [];
     const { executor } = setup();
     const first = defineAgent({ name: 'lead', llmConfig: { model: createScriptedModel([{ text: 'one' }, { text: 'redo' }]) } });

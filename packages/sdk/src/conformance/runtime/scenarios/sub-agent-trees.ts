@@ -165,7 +165,7 @@ const scenarios: TopicScenario[] = [
   {
     name: 'subagent/supersede-parent-ends-child',
     description:
-      "a newer execute() on the parent's session while its child waits for its model: the child is stopped and fires its own onAgentFail(run_interrupted, recoverable); the parent fires onAgentSuperseded only and writes nothing more; the newer run completes (issue 11 item 8; rules 46–49, 125)",
+      "a newer execute() on the parent's session while its child waits for its model: the child is stopped and fires its own onAgentFail(run_interrupted, recoverable); the parent fires onAgentSuperseded only and writes nothing more; the newer run completes (issue 11 item 8; rules 46–49)",
     async run(t) {
       const inModel = t.deferred('the child model call started');
       const researcher = child(t, 'researcher', [
