@@ -185,6 +185,7 @@ const EXPECT_ON_AGENT_FAIL = [
   'subagent/child-fails',
   'subagent/stop-parent-stops-child',
   'subagent/supersede-parent-ends-child',
+  'subagent/lost-lease-ends-child',
   'steer/before-llm-block',
   'policy/fail-closed-before-llm',
   'stop/cancels-running-call',
@@ -263,6 +264,7 @@ describeRuntimeConformance(
       'recover/died-before-terminal-commit',
       'subagent/parent-suspends-when-its-process-stops',
       'recover/sub-agent-parent-reattaches',
+      'subagent/lost-lease-ends-child',
     ],
   },
 );

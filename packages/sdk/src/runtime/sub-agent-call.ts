@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { LocalSubAgentSpec, SubAgentSpec, ToolDefinition } from '../define.js';
-import { AgentError, RunSupersededError, ToolError, type AgentErrorInfo } from '../errors.js';
+import { AgentError, RunHandedOffError, RunSupersededError, ToolError, type AgentErrorInfo } from '../errors.js';
 import type { RunAttribution, SubAgentCall } from '../hooks/types.js';
 import type { ToolCall } from '../messages.js';
 import type { StatePatch, StreamChunk } from '../stream.js';
@@ -158,9 +158,9 @@ async function childResult(run: Run, handle: AgentHandle, forwarded: Forwarding,
     const result = await Promise.race([handle.result(), released]);
     if (result === 'released') stopForwarding.abort();
     await forwarding;
-    // Superseded while it waited: the child was stopped for it, and the parent ends superseded at once (no afterSubAgent).
-    const newer: unknown = run.newerRun.reason;
-    if (result !== 'released' && result.status === 'interrupted' && RunSupersededError.isInstance(newer)) throw newer;
+    // Superseded while it waited (a newer run here, or a lost lease): the child was stopped for it, and the parent ends superseded at once (no afterSubAgent).
+    const supersede = supersedeOf(run);
+    if (supersede && result !== 'released' && result.status === 'interrupted') throw supersede;
     return result;
   } finally {
     if (releasable) run.books.waitingOnChildren(-1);
@@ -168,6 +168,14 @@ async function childResult(run: Run, handle: AgentHandle, forwarded: Forwarding,
     run.signal.removeEventListener('abort', stopChild);
     run.newerRun.removeEventListener('abort', supersedeChild);
   }
+}
+
+/** This run's supersede, if it has one: a newer run of its session began here, or its lease was refused (another run took the session). A hand-off is not one. */
+function supersedeOf(run: Run): RunSupersededError | undefined {
+  for (const reason of [run.newerRun.reason, run.signal.aborted ? run.signal.reason : undefined] as unknown[]) {
+    if (RunSupersededError.isInstance(reason) && !RunHandedOffError.isHandOff(reason)) return reason;
+  }
+  return undefined;
 }
 
 /** The depth and fan-out limits: a refusal for a call beyond them (fan-out counts spawns only). */

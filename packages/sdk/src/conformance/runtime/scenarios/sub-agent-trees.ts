@@ -198,6 +198,32 @@ const scenarios: TopicScenario[] = [
     },
   },
   {
+    name: 'subagent/lost-lease-ends-child',
+    description:
+      "a parent that loses its lease to another process while its child waits for its model is superseded the same way: the child is stopped and fires its own onAgentFail(run_interrupted, recoverable), the parent fires onAgentSuperseded only (no afterSubAgent, no afterTool) and writes nothing more (issue 11 item 8; rule 46, D13)",
+    needs: ['leaseLoss'],
+    async run(t) {
+      const inModel = t.deferred('the child model call started');
+      const researcher = child(t, 'researcher', [
+        () => {
+          inModel.resolve();
+          return { text: 'never', delayMs: 10_000 };
+        },
+      ]);
+      const lead = agent(t, { name: 'lead', tools: [defineSubAgentTool({ agent: researcher, name: 'research' })], steps: [calls(['research', { input: 'look' }]), text('never')], layers: [fold] });
+      const handle = await t.execute(lead, 'go', { sessionId: t.sessionId() });
+      await inModel.wait();
+      await t.leases().takeOver(handle.runId);
+      await t.result(handle);
+    },
+    expected: {
+      hooks: [...newTurn(R1, 0, 'go'), ...callsTools(R1, 0, FIRST, 1, research), ...spawnsChild(R1, 0, research, 'researcher'), ...childStoppedInModelCall(R2), superseded(R1)],
+      entries: [entered('execute', S1, R1)],
+      runs: [supersededRun(R1, S1, 'running'), storedRun(R2, S2, 'start', 'interrupted', { error: 'run_interrupted' })],
+      sessions: [storedSession(S1, R1, INITIAL, [row.user('go')]), storedSession(S2, R2, {}, [row.user('look')])],
+    },
+  },
+  {
     name: 'subagent/depth-limit',
     description:
       "under maxSubAgentDepth 1 a child's own sub-agent call is refused after its beforeTool with subagent_depth_exceeded (no beforeSubAgent, no grandchild run); the child's model gets the typed error and the child goes on, and so does the parent (issue 11 item 8)",
