@@ -47,13 +47,31 @@ describe('examples run on the scripted model', () => {
 });
 
 describe('the research team example (sub-agents)', () => {
-  it('the lead fans out to five researchers; every fold lands in its own notes[threadId]; child chunks stream live in the lead\'s stream; usage includes the children', async () => {
+  it("the lead fans out to five researchers; every fold lands in its own notes[threadId]; the researchers' chunks are printed live from the lead's stream (each thread's text pieces, tagged with its call and depth 1, before its fold and the lead's summary; the first before the last fold); usage includes the children", async () => {
     const { runResearchTeam } = await import('./research-team.js');
-    const { state, output, childChunks, modelCalls } = await runResearchTeam();
+    const lines: string[] = [];
+    const { state, output, childChunks, modelCalls } = await runResearchTeam((line) => lines.push(line));
     expect(state.notes.map((n) => n.status)).toEqual(['covered', 'covered', 'covered', 'covered', 'covered']);
     expect(state.notes.map((n) => n.finding)).toEqual(['batteries', 'solar', 'wind', 'hydrogen', 'grid storage'].map((t) => `Finding about ${t}: costs fell again this year.`));
     expect(output).toBe('Summary: 5 topics researched.');
     expect(childChunks).toBeGreaterThanOrEqual(15);
     expect(modelCalls).toBe(7);
+    // It prints the researchers' chunks live from the lead's stream: each thread's text pieces (tagged with its
+    // call and depth 1) spell its finding, before its afterSubAgent line and the lead's summary.
+    const summary = lines.indexOf('  lead › Summary: 5 topics researched.');
+    expect(summary).toBeGreaterThan(0);
+    for (const [threadId, topic] of ['batteries', 'solar', 'wind', 'hydrogen', 'grid storage'].entries()) {
+      const prefix = `  ⋯ thread-${threadId} (depth 1) › `;
+      const pieces = lines.filter((l) => l.startsWith(prefix));
+      expect(pieces.map((l) => l.slice(prefix.length)).join('')).toBe(`Finding about ${topic}: costs fell again this year.`);
+      const ended = lines.indexOf(`  ⋯ thread-${threadId} (depth 1) ended`);
+      const folded = lines.findIndex((l) => l.startsWith(`  ← thread-${threadId} covered`));
+      expect(lines.indexOf(pieces.at(-1) as string)).toBeLessThan(ended);
+      expect(ended).toBeLessThan(summary);
+      expect(lines.indexOf(pieces[0] as string)).toBeLessThan(folded);
+    }
+    // Live: the first researcher's text is printed before the last researcher's outcome is folded.
+    const lastFold = lines.map((l) => l.startsWith('  ← thread-')).lastIndexOf(true);
+    expect(lines.findIndex((l) => l.startsWith('  ⋯ thread-') && l.includes(' › '))).toBeLessThan(lastFold);
   });
 });

@@ -119,6 +119,12 @@ interface SubAgentSpecBase {
   input(args: unknown): string;
   /** The call's result, from the child's output. */
   output(childOutput: unknown): unknown;
+  /**
+   * Whether the child's chunks are forwarded into the parent's stream (absent: true). When false, only the
+   * child's requests for an answer (`tool_approval_request`, `suspended`) are, so that a reader of the
+   * parent can still answer them through the parent's session.
+   */
+  readonly stream?: boolean;
 }
 
 /** A child agent run by this runtime (`defineSubAgentTool`). */

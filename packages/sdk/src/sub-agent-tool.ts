@@ -18,6 +18,13 @@ export interface SubAgentToolOptions<TState = unknown, TOutput = unknown, TInput
   readonly input?: (args: InferToolSchema<TInputSchema>) => string;
   /** What the parent's model receives (default: the child's output). */
   readonly output?: (childOutput: TOutput) => unknown;
+  /**
+   * Whether the child's chunks are forwarded live into the parent's stream, as `subagent_chunk`s (default
+   * true). With false the parent's stream gets only the child's requests for an answer (its
+   * `tool_approval_request` and `suspended` chunks), so an approval inside the child can still be answered
+   * through the parent; the child's own stream keeps everything.
+   */
+  readonly stream?: boolean;
 }
 
 /** The default child input: the `input` field of the arguments when it is a string, else the arguments as JSON. */
@@ -40,7 +47,8 @@ export function defineSubAgentTool<TState, TOutput, TInputSchema extends ToolSch
   const inputSchema = (options.inputSchema ?? z.object({ input: z.string().describe('The task for the agent.') })) as TInputSchema;
   const input = options.input as ((args: unknown) => string) | undefined;
   const output = options.output as ((childOutput: unknown) => unknown) | undefined;
-  const subAgent: SubAgentSpec = Object.freeze({ kind: 'local' as const, agent, agentType: agent.name, input: input ?? defaultInput, output: output ?? ((value: unknown) => value) });
+  if (options.stream !== undefined && typeof options.stream !== 'boolean') throw new ConfigError(`defineSubAgentTool() "stream" must be a boolean (got ${typeof options.stream}).`);
+  const subAgent: SubAgentSpec = Object.freeze({ kind: 'local' as const, agent, agentType: agent.name, input: input ?? defaultInput, output: output ?? ((value: unknown) => value), stream: options.stream ?? true });
   const tool = defineTool({
     name,
     description: options.description ?? `Delegate a task to the ${agent.name} agent.`,

@@ -183,6 +183,9 @@ const EXPECT_ON_AGENT_FAIL = [
   'retry/to-genesis',
   'retry/after-interrupt',
   'subagent/child-fails',
+  'subagent/stop-parent-stops-child',
+  'subagent/supersede-parent-ends-child',
+  'subagent/lost-lease-ends-child',
   'steer/before-llm-block',
   'policy/fail-closed-before-llm',
   'stop/cancels-running-call',
@@ -261,6 +264,7 @@ describeRuntimeConformance(
       'recover/died-before-terminal-commit',
       'subagent/parent-suspends-when-its-process-stops',
       'recover/sub-agent-parent-reattaches',
+      'subagent/lost-lease-ends-child',
     ],
   },
 );

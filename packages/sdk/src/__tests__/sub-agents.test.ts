@@ -153,6 +153,64 @@ describe('sub-agent calls', () => {
   });
 });
 
+describe('superseding a parent whose children run', () => {
+  /** A parent that fans out to `slow` children (each waits in its model call until stopped) and records every terminal hook. */
+  function fanOut(events: string[], count: number) {
+    const slow = defineAgent({
+      name: 'slow',
+      llmConfig: { model: createScriptedModel([{ text: 'late', delayMs: 5_000 }], { loop: true }) },
+      hooks: { onAgentStart: (p) => void events.push(`start ${p.input}`), onAgentFail: (p, ctx) => void events.push(`fail ${ctx.sessionId} ${p.error.code}`), onAgentComplete: () => void events.push('child complete') },
+    });
+    return defineAgent({
+      name: 'lead',
+      llmConfig: { model: createScriptedModel([{ toolCalls: Array.from({ length: count }, (_v, i) => ({ name: 'slow', args: { input: `c${i}` }, id: `c${i}` })) }, { text: 'never' }]) },
+      tools: [defineSubAgentTool({ agent: slow })],
+      hooks: {
+        afterSubAgent: () => void events.push('afterSubAgent'),
+        afterTool: () => void events.push('afterTool'),
+        onAgentSuperseded: () => void events.push('parent superseded'),
+        onAgentFail: () => void events.push('parent fail'),
+        onAgentComplete: () => void events.push('parent complete'),
+      },
+    });
+  }
+
+  async function started(events: readonly string[], count: number): Promise<void> {
+    for (let i = 0; i < 200 && events.filter((e) => e.startsWith('start')).length < count; i++) await new Promise((r) => setTimeout(r, 5));
+  }
+
+  it("rules 46–49: a newer execute on the parent's session while two parallel children run stops both (each child's own onAgentFail run_interrupted), and the parent fires onAgentSuperseded only: no afterSubAgent, no afterTool, nothing written", async () => {
+    const events: string[] = [];
+    const { executor, stateStore } = setup();
+    const handle = await executor.execute(fanOut(events, 2), 'first', { sessionId: 'sup-1' });
+    await started(events, 2);
+    const newer = defineAgent({ name: 'lead', llmConfig: { model: createScriptedModel([{ text: 'newer' }]) } });
+    const winner = await (await executor.execute(newer, 'second', { sessionId: 'sup-1' })).result();
+    const result = await handle.result();
+    expect(winner.status).toBe('completed');
+    expect(result.status).toBe('superseded');
+    expect(events.filter((e) => !e.startsWith('start')).sort()).toEqual([`fail ${childSessionId('sup-1', 'c0')} run_interrupted`, `fail ${childSessionId('sup-1', 'c1')} run_interrupted`, 'parent superseded'].sort());
+    expect(events.at(-1)).toBe('parent superseded');
+    expect((await stateStore.loadSession('sup-1'))!.messages.map((m) => m.role)).toEqual(['user', 'user', 'assistant']);
+  });
+
+  it("rule 46: a from_checkpoint rewind of the parent's session while its child runs supersedes the parent the same way: the child is stopped (its onAgentFail), the parent fires onAgentSuperseded only", async () => {
+    const events: string[] = [];
+    const { executor } = setup();
+    const first = defineAgent({ name: 'lead', llmConfig: { model: createScriptedModel([{ text: 'one' }, { text: 'redo' }]) } });
+    await (await executor.execute(first, 'first', { sessionId: 'sup-2' })).result();
+    const checkpoint = (await executor.listCheckpoints('sup-2')).find((c) => c.kind === 'step');
+    const handle = await executor.execute(fanOut(events, 1), 'second', { sessionId: 'sup-2' });
+    await started(events, 1);
+    const rewind = await executor.resume('sup-2', { mode: 'from_checkpoint', checkpointId: checkpoint!.checkpointId });
+    expect((await handle.result()).status).toBe('superseded');
+    // The rewind runs the session's agent (the same lead) from the checkpoint: it completes on its own.
+    expect(await rewind.result()).toMatchObject({ status: 'completed', output: 'never' });
+    expect(events.filter((e) => e !== 'parent complete')).toEqual(['start c0', `fail ${childSessionId('sup-2', 'c0')} run_interrupted`, 'parent superseded']);
+    expect(events.filter((e) => e === 'parent complete')).toHaveLength(1);
+  });
+});
+
 /** One child's fold into the parent state. */
 type Fold = { readonly kind: 'push'; readonly v: string } | { readonly kind: 'edit'; readonly index: number; readonly v: string } | { readonly kind: 'editId'; readonly id: string; readonly v: string } | { readonly kind: 'remove'; readonly index: number } | { readonly kind: 'count'; readonly by: number } | { readonly kind: 'same'; readonly v: string };
 
@@ -207,6 +265,37 @@ async function wave(initial: BoardState, folds: readonly Fold[], order: readonly
   return { result, afterSubAgent };
 }
 
+/**
+ * Runs one wave whose children finish on their own, concurrently: child i waits `delays[i]` ms in its
+ * start hook, and the parent's afterSubAgent of child i yields `yields[i]` times before its fold. Nothing
+ * orders the outcomes; the order the folds were applied in is recorded as they are applied.
+ */
+async function concurrentWave(initial: BoardState, folds: readonly Fold[], delays: readonly number[], yields: readonly number[]) {
+  const applied: number[] = [];
+  const child = defineAgent({
+    name: 'worker',
+    llmConfig: { model: createScriptedModel([{ text: 'ok' }], { loop: true }) },
+    hooks: { onAgentStart: (p) => new Promise<void>((resolve) => setTimeout(resolve, delays[Number(p.input)] ?? 0)) },
+  });
+  const parent = defineAgent({
+    name: 'lead',
+    stateSchema: Board,
+    llmConfig: { model: createScriptedModel([{ toolCalls: folds.map((_f, i) => ({ name: 'worker', args: { input: String(i) }, id: `w${i}` })) }, { text: 'done' }]) },
+    tools: [defineSubAgentTool({ agent: child })],
+    hooks: {
+      afterSubAgent: async (p, ctx) => {
+        const i = Number((p.call.input as { input: string }).input);
+        for (let k = 0; k < (yields[i] ?? 0); k++) await Promise.resolve();
+        applied.push(i);
+        ctx.updateState((d) => fold(d as Draft<BoardState>, folds[i] as Fold));
+      },
+    },
+  });
+  const { executor } = setup();
+  const result = await (await executor.execute(parent, 'go', { initialState: initial })).result();
+  return { result, applied };
+}
+
 function sequential(initial: BoardState, folds: readonly Fold[], order: readonly number[]): BoardState {
   return order.reduce((state, i) => produce(state, (d) => fold(d as Draft<BoardState>, folds[i] as Fold)), initial);
 }
@@ -235,6 +324,20 @@ describe('parallel folds compose (rules 81–84)', () => {
     );
   }, 120_000);
 
+  it('rules 80, 81, 82, 83, 84: property: children that finish concurrently (random delays, no gates, afterSubAgent handlers that yield before their fold): the state equals running the folds one after another in the order they were recorded, and each child is folded exactly once', async () => {
+    const concurrent = fc.array(fc.tuple(foldArb, fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 3 })), { minLength: 1, maxLength: 8 });
+    await fc.assert(
+      fc.asyncProperty(stateArb, concurrent, async (initial, children) => {
+        const folds = children.map(([f]) => f);
+        const { result, applied } = await concurrentWave(initial, folds, children.map(([, delay]) => delay), children.map(([, , yields]) => yields));
+        expect(result.status).toBe('completed');
+        expect([...applied].sort((a, b) => a - b)).toEqual(folds.map((_f, i) => i));
+        expect(result.state).toEqual(sequential(initial, folds, applied));
+      }),
+      { numRuns: 500 },
+    );
+  }, 120_000);
+
   it('rule 81: property: children with disjoint edits give the same state whatever order they finish in', async () => {
     const disjoint = fc.array(fc.string({ maxLength: 2 }), { minLength: 1, maxLength: 4 }).chain((vs) =>
       fc.tuple(fc.constant(vs.map((v, i): Fold => ({ kind: 'editId', id: `n${i}`, v }))), fc.shuffledSubarray(vs.map((_v, i) => i), { minLength: vs.length, maxLength: vs.length })),
@@ -245,7 +348,7 @@ describe('parallel folds compose (rules 81–84)', () => {
         const { result } = await wave(initial, folds, order);
         expect(result.state).toEqual(sequential(initial, folds, folds.map((_f, i) => i)));
       }),
-      { numRuns: 60 },
+      { numRuns: 500 },
     );
-  }, 60_000);
+  }, 120_000);
 });

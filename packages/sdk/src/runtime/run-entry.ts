@@ -106,6 +106,8 @@ export interface LiveRun {
   lost(): boolean;
   /** Resolves once the run's start signal has fired (or the run ended). */
   readonly opened: Promise<void>;
+  /** A newer run (`newerRunId`) of the session began here: the run's sub-agent calls stop the children they wait for. */
+  supersededBy(newerRunId: string): void;
 }
 
 const EMPTY_MANAGER = new HookManager<unknown, unknown>();
@@ -180,6 +182,7 @@ export class RunLauncher {
       options: record,
     });
     crashPoint('after_k1');
+    this.#supersedeLive(sessionId, runId);
     const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input);
     const turn = begun.session.turn;
     const setup = this.#setup({ agent, model, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch, ...executionHooks(options), ...hookContextOf(options) }, record);
@@ -191,6 +194,12 @@ export class RunLauncher {
       turnStartCommitted: spec.newTurn ? false : turn?.startCommitted === true,
       signalFired: false,
     }, options.abortSignal, pacer);
+  }
+
+  /** Run `runId` took the session: the session's run still going here is superseded now, so its children do not run on for nothing. */
+  #supersedeLive(sessionId: string, runId: string): void {
+    const older = this.#live.get(sessionId);
+    if (older && older.handle.runId !== runId) older.supersededBy(runId);
   }
 
   /** Continues a run this process claimed for recovery, from its last commit, replaying its journal (held by `pacer`, for a host). */
@@ -372,6 +381,7 @@ export class RunLauncher {
         return done;
       },
       opened: run.opened,
+      supersededBy: (newerRunId) => run.supersededBy(new RunSupersededError(sessionId, runId, newerRunId)),
       lost: () => stopLease.lost || (abort.signal.aborted && RunSupersededError.isInstance(abort.signal.reason) && !RunHandedOffError.isHandOff(abort.signal.reason)),
     };
     this.#live.set(sessionId, live);

@@ -57,6 +57,7 @@ export class Run implements HookHost {
   readonly runScope: WriteScope = scopeOf(RUN_OWNER);
   #stepCount: number;
   #superseded: RunSupersededError | undefined;
+  readonly #newerRun = new AbortController();
   #markOpened: () => void = () => {};
   /** Resolves once the run's start signal has fired (or the run ended without one). */
   readonly opened: Promise<void> = new Promise((resolve) => (this.#markOpened = resolve));
@@ -97,6 +98,20 @@ export class Run implements HookHost {
   /** The supersede a tool of this run raised: no further tool may start. */
   get superseded(): RunSupersededError | undefined {
     return this.#superseded;
+  }
+
+  /**
+   * Aborted, with this run's supersede as its reason, once a newer run of the session began in this
+   * process (its run-start commit landed). The run is not stopped by it (its next commit is refused by
+   * the fence); only its sub-agent calls act on it, stopping the children they wait for.
+   */
+  get newerRun(): AbortSignal {
+    return this.#newerRun.signal;
+  }
+
+  /** A newer run took this run's session: see {@link newerRun} (the first notice wins). */
+  supersededBy(error: RunSupersededError): void {
+    if (!this.#newerRun.signal.aborted) this.#newerRun.abort(error);
   }
 
   /** Notes this run's own supersede (the first one wins). */

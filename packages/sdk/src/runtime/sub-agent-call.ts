@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { LocalSubAgentSpec, SubAgentSpec, ToolDefinition } from '../define.js';
-import { AgentError, ToolError, type AgentErrorInfo } from '../errors.js';
+import { AgentError, RunHandedOffError, RunSupersededError, ToolError, type AgentErrorInfo } from '../errors.js';
 import type { RunAttribution, SubAgentCall } from '../hooks/types.js';
 import type { ToolCall } from '../messages.js';
-import type { StatePatch } from '../stream.js';
+import type { StatePatch, StreamChunk } from '../stream.js';
 import { childSessionId } from '../sub-agent-tool.js';
 import type { AgentHandle } from './agent-runtime.js';
 import { crashPoint } from './crash-points.js';
@@ -82,7 +82,7 @@ export async function runSubAgent(run: Run, tool: ToolDefinition, call: ToolCall
   const startedAt = performance.now();
   const handle = spec.kind === 'remote' ? remoteChildHandle(spec, spawned, run.setup.logger) : await startLocalChild(run, children, spec, call, depth, attach);
   // A remote child is not let go at shutdown (no local run of it ends to resume the parent): the parent is handed off instead.
-  const result = await childResult(run, handle, call.id, depth, spec.kind === 'local');
+  const result = await childResult(run, handle, { parentToolCallId: call.id, depth, all: spec.stream !== false }, spec.kind === 'local');
   if (result === 'released' || result.status === 'suspended' || result.status === 'running') return { waiting: [{ sessionId: handle.sessionId, agentType: spec.agentType }] };
   crashPoint('after_child_end');
   run.books.addChild(handle);
@@ -139,13 +139,16 @@ async function spawn(run: Run, spec: SubAgentSpec, call: ToolCall, depth: number
  * the executor shutting down lets go of the wait (`released`): the parent suspends on the child, which
  * the executor hands off.
  */
-async function childResult(run: Run, handle: AgentHandle, parentToolCallId: string, depth: number, releasable: boolean): Promise<AgentResult | 'released'> {
+async function childResult(run: Run, handle: AgentHandle, forwarded: Forwarding, releasable: boolean): Promise<AgentResult | 'released'> {
   const shutdown = releasable ? run.setup.children?.shutdown : undefined;
   const stopForwarding = new AbortController();
   const stopChild = (): void => void handle.stop('The parent run was stopped.');
+  const supersedeChild = (): void => void handle.stop('The parent run was superseded.');
   run.signal.addEventListener('abort', stopChild, { once: true });
+  run.newerRun.addEventListener('abort', supersedeChild, { once: true });
   if (run.signal.aborted) stopChild();
-  const forwarding = forward(run, handle, parentToolCallId, depth, stopForwarding.signal);
+  else if (run.newerRun.aborted) supersedeChild();
+  const forwarding = forward(run, handle, forwarded, stopForwarding.signal);
   let release = (): void => {};
   const released = new Promise<'released'>((resolve) => (release = () => resolve('released')));
   if (shutdown?.aborted) release();
@@ -155,12 +158,24 @@ async function childResult(run: Run, handle: AgentHandle, parentToolCallId: stri
     const result = await Promise.race([handle.result(), released]);
     if (result === 'released') stopForwarding.abort();
     await forwarding;
+    // Superseded while it waited (a newer run here, or a lost lease): the child was stopped for it, and the parent ends superseded at once (no afterSubAgent).
+    const supersede = supersedeOf(run);
+    if (supersede && result !== 'released' && result.status === 'interrupted') throw supersede;
     return result;
   } finally {
     if (releasable) run.books.waitingOnChildren(-1);
     shutdown?.removeEventListener('abort', release);
     run.signal.removeEventListener('abort', stopChild);
+    run.newerRun.removeEventListener('abort', supersedeChild);
   }
+}
+
+/** This run's supersede, if it has one: a newer run of its session began here, or its lease was refused (another run took the session). A hand-off is not one. */
+function supersedeOf(run: Run): RunSupersededError | undefined {
+  for (const reason of [run.newerRun.reason, run.signal.aborted ? run.signal.reason : undefined] as unknown[]) {
+    if (RunSupersededError.isInstance(reason) && !RunHandedOffError.isHandOff(reason)) return reason;
+  }
+  return undefined;
 }
 
 /** The depth and fan-out limits: a refusal for a call beyond them (fan-out counts spawns only). */
@@ -182,10 +197,27 @@ function refused(code: string, message: string, details: Record<string, unknown>
   return { ok: false, error: new ToolError(code, message, { details }) };
 }
 
+/** How a child's chunks reach the parent's stream: tagged with the call and the depth; all of them, or only its requests for an answer. */
+interface Forwarding {
+  readonly parentToolCallId: string;
+  readonly depth: number;
+  /** False for a sub-agent tool with `stream: false`. */
+  readonly all: boolean;
+}
+
+/** The chunks a `stream: false` child still forwards: what a reader of the parent must answer. */
+const ANSWER_REQUESTS: ReadonlySet<StreamChunk['type']> = new Set<StreamChunk['type']>(['tool_approval_request', 'suspended']);
+
+/** Whether a chunk (or, for a grandchild's forwarded chunk, the chunk it carries) asks a reader for an answer. */
+function asksForAnswer(chunk: StreamChunk): boolean {
+  return chunk.type === 'subagent_chunk' ? asksForAnswer(chunk.chunk) : ANSWER_REQUESTS.has(chunk.type);
+}
+
 /** Copies the child's chunks into the parent's stream as they come, tagged with the child, the call and the depth. */
-async function forward(run: Run, handle: AgentHandle, parentToolCallId: string, depth: number, signal: AbortSignal): Promise<void> {
+async function forward(run: Run, handle: AgentHandle, { parentToolCallId, depth, all }: Forwarding, signal: AbortSignal): Promise<void> {
   try {
     for await (const chunk of handle.stream({ signal })) {
+      if (!all && !asksForAnswer(chunk)) continue;
       run.emitNoWait({ type: 'subagent_chunk', childSessionId: handle.sessionId, parentToolCallId, depth, chunk, ...run.chunkBase() });
     }
   } catch (error) {

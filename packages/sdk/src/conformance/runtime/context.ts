@@ -4,6 +4,8 @@ import { AgentError } from '../../errors.js';
 import type { HookManager } from '../../hooks/manager.js';
 import type { AgentHandle, AgentRuntime, ExecuteOptions, RecoverOptions, ResumeOptions, RetryOptions, RunCallOptions } from '../../runtime/agent-runtime.js';
 import type { AgentResult } from '../../runtime/result.js';
+import { InMemoryUsageStore } from '../../memory/usage-store.js';
+import type { UsageStore } from '../../usage.js';
 import type { CrashControl, LeaseControl, ProcessControl, RuntimeInstance, StoreFaults } from './factory.js';
 import { TraceRecorder, orderParallelCalls, orderToolRows, traceMessage, type HookLayer } from './recorder.js';
 import { toJson, type JsonValue, type RuntimeTrace, type TraceEntry, type TraceEntryName, type TraceNote, type TraceResult, type TraceRun, type TraceSession } from './trace.js';
@@ -58,6 +60,8 @@ export interface ScenarioContext {
   crashes(): CrashControl;
   /** Second processes on the same stores (capability `secondProcess`). */
   processes(): ProcessControl;
+  /** The usage store to pass to `execute({ usageStore })`: the instance's stores' own, else one in-memory store for the scenario. */
+  usageStore(): UsageStore;
 }
 
 /** How long a scenario waits for a run's result before giving up. */
@@ -130,6 +134,7 @@ export class ScenarioRecorder implements ScenarioContext {
   readonly #results = new Map<string, AgentResult>();
   readonly #madeSessions: string[] = [];
   readonly #prefix = randomUUID().slice(0, 8);
+  #usage: UsageStore | undefined;
 
   constructor(scenario: string, instance: RuntimeInstance) {
     this.#scenario = scenario;
@@ -250,6 +255,11 @@ export class ScenarioRecorder implements ScenarioContext {
   crashes(): CrashControl {
     if (!this.#instance.crashes) throw new Error('the runtime instance has no `crashes` (capability crashRecovery)');
     return this.#instance.crashes;
+  }
+
+  usageStore(): UsageStore {
+    this.#usage ??= this.#instance.usageStore ?? new InMemoryUsageStore();
+    return this.#usage;
   }
 
   processes(): ProcessControl {

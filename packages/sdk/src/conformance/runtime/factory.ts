@@ -1,4 +1,5 @@
 import type { AgentRuntime } from '../../runtime/agent-runtime.js';
+import type { UsageStore } from '../../usage.js';
 
 /**
  * What a runtime under test may offer beyond its public API, for the scenarios that need it. A factory
@@ -65,9 +66,22 @@ export interface ProcessControl {
   start(): Promise<AgentRuntime>;
 }
 
+/**
+ * Sub-agent limits a scenario runs under (the executor options of the same names); a factory passes them
+ * to the runtime it makes. Unset limits keep the runtime's defaults.
+ */
+export interface RuntimeLimits {
+  /** How deep sub-agents may nest (a child of the root is at depth 1). */
+  readonly maxSubAgentDepth?: number;
+  /** How many sub-agent calls one step may make; the calls beyond it are refused. */
+  readonly maxSubAgentsPerStep?: number;
+}
+
 /** What one scenario needs from the runtime it gets, so a factory can configure it (e.g. a short lease). */
 export interface RuntimeNeeds {
   readonly capabilities: readonly RuntimeCapability[];
+  /** The sub-agent limits the scenario runs under (none: the runtime's defaults). */
+  readonly limits?: RuntimeLimits;
 }
 
 /** A fresh runtime on fresh stores, for one scenario. */
@@ -81,6 +95,11 @@ export interface RuntimeInstance {
   readonly crashes?: CrashControl;
   /** Present when the factory declares `secondProcess`. */
   readonly processes?: ProcessControl;
+  /**
+   * The usage store of the instance's stores (a durable state store is one), which scenarios pass to
+   * `execute({ usageStore })`; absent, scenarios use an in-memory one.
+   */
+  readonly usageStore?: UsageStore;
   /** Closes the runtime and its stores (runs still going may be abandoned). */
   close(): Promise<void>;
 }

@@ -4,6 +4,7 @@ import { JSAgentExecutor, type JSAgentExecutorOptions } from '../../runtime/exec
 import { silentLogger } from '../../runtime/logger.js';
 import type { Commit, StateStore } from '../../store.js';
 import type { StreamManager } from '../../stream.js';
+import type { UsageStore } from '../../usage.js';
 import {
   RUNTIME_CAPABILITIES,
   runtimeFactory,
@@ -40,6 +41,12 @@ export interface JSRuntimeFactoryOptions {
    * (one that supplies a `host`, such as runtime-dbos) passes its own subclass here.
    */
   readonly createExecutor?: (stateStore: StateStore, streamManager: StreamManager, llmAdapter: LLMAdapter, options: JSAgentExecutorOptions) => JSAgentExecutor;
+}
+
+/** Whether a state store is also a usage store (the durable ones and the in-memory one are). */
+function isUsageStore(store: StateStore): store is StateStore & UsageStore {
+  const candidate = store as Partial<UsageStore>;
+  return typeof candidate.record === 'function' && typeof candidate.getRollup === 'function';
 }
 
 /** The lease of runs in scenarios that take a lease over (renewed every third of it). */
@@ -110,6 +117,7 @@ export function jsRuntimeFactory(options: JSRuntimeFactoryOptions): RuntimeFacto
       logger: silentLogger,
       ...options.executor,
       ...(needs.capabilities.includes('leaseLoss') ? { leaseMs: SHORT_LEASE_MS } : {}),
+      ...needs.limits,
     };
     const executor = options.createExecutor
       ? options.createExecutor(stateStore, streamManager, options.llmAdapter, executorOptions)
@@ -160,6 +168,7 @@ export function jsRuntimeFactory(options: JSRuntimeFactoryOptions): RuntimeFacto
     };
     return {
       runtime: executor,
+      ...(isUsageStore(stores.stateStore) ? { usageStore: stateStore as StateStore & UsageStore } : {}),
       ...(capabilities.includes('storeFaults') ? { faults } : {}),
       ...(capabilities.includes('leaseLoss') ? { leases } : {}),
       ...(capabilities.includes('crashRecovery') ? { crashes } : {}),

@@ -1,4 +1,4 @@
-import type { RuntimeCapability, RuntimeFactory, RuntimeInstance } from './factory.js';
+import type { RuntimeCapability, RuntimeFactory, RuntimeInstance, RuntimeLimits } from './factory.js';
 import { ScenarioRecorder, type ScenarioContext } from './context.js';
 import { diffValues, type ExpectedTrace, type RuntimeTrace } from './trace.js';
 
@@ -14,6 +14,8 @@ export interface RuntimeScenario {
   readonly description: string;
   /** Capabilities the scenario needs beyond the public API (none by default). */
   readonly needs?: readonly RuntimeCapability[];
+  /** The sub-agent limits the scenario's runtime is made with (the factory's defaults when absent). */
+  readonly limits?: RuntimeLimits;
   /** Drives the runtime; it must leave nothing running that could still change the trace. */
   run(t: ScenarioContext): Promise<void>;
   /** The hand-written trace the scenario must produce. */
@@ -77,7 +79,7 @@ export async function runRuntimeScenario(scenario: RuntimeScenario, makeRuntime:
   }
   let instance: RuntimeInstance;
   try {
-    instance = await makeRuntime({ capabilities: scenario.needs ?? [] });
+    instance = await makeRuntime({ capabilities: scenario.needs ?? [], ...(scenario.limits ? { limits: scenario.limits } : {}) });
   } catch (error) {
     failures.push(`the runtime factory failed: ${message(error)}`);
     return done(emptyTrace(scenario.name));
