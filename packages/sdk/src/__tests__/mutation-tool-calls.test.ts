@@ -1,0 +1,150 @@
+// Tool-call paths the mutation run of runtime/tool-calls.ts found untested: finish calls beside other calls,
+// a __finish__ call a text agent cannot take, a finishWith result the outputSchema refuses, and a stop that
+// lands on a step's calls. Each test names the behaviour it pins.
+import { z } from 'zod';
+import { describe, expect, it } from 'vitest';
+import { defineTool, type ToolResultMessage } from '../index.js';
+import { createGate } from '../testing/index.js';
+import { bareTool, counterAgent, finish, incrementTool, setup, textAgent, type Counter } from './harness.js';
+
+const toolRows = async (stateStore: ReturnType<typeof setup>['stateStore'], sessionId: string) =>
+  (await stateStore.loadSession(sessionId))!.messages.filter((m): m is ToolResultMessage => m.role === 'tool');
+
+const reportTool = defineTool({
+  name: 'report',
+  description: 'Finish with a report',
+  inputSchema: z.object({ text: z.string() }),
+  finishWith: true,
+  execute: async (input) => ({ answer: input.text }),
+});
+
+describe('finishing calls of one step', () => {
+  it('with __finish__ and a finishWith tool in one reply, the call the model made first gives the output', async () => {
+    for (const [calls, expected] of [
+      [[{ name: '__finish__', args: { answer: 'finish-first' }, id: 'f' }, { name: 'report', args: { text: 'report-second' }, id: 'r' }], 'finish-first'],
+      [[{ name: 'report', args: { text: 'report-first' }, id: 'r' }, { name: '__finish__', args: { answer: 'finish-second' }, id: 'f' }], 'report-first'],
+    ] as const) {
+      const { executor } = setup();
+      const handle = await executor.execute(counterAgent([{ toolCalls: calls }], { tools: [reportTool] }), 'go');
+      const result = await handle.result();
+      expect(result.status).toBe('completed');
+      expect(result.output).toEqual({ answer: expected });
+    }
+  });
+
+  it('__finish__ on an agent without outputSchema gets a tool_not_found result saying the agent answers in plain text, and the run goes on', async () => {
+    const { executor, stateStore } = setup();
+    const agent = textAgent([{ toolCalls: [{ name: '__finish__', args: { answer: 'x' }, id: 'f1' }] }, { text: 'plain answer' }]);
+    const handle = await executor.execute(agent, 'go');
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+    expect(result.output).toBe('plain answer');
+    const [row] = await toolRows(stateStore, handle.sessionId);
+    expect(row).toMatchObject({ toolCallId: 'f1', toolName: '__finish__', isError: true, errorInfo: { code: 'tool_not_found' } });
+    expect(row!.content).toBe('Tool "__finish__" is not available: this agent answers in plain text.');
+  });
+
+  it('a call to an unknown tool on an agent without tools lists "(none)" as the available tools', async () => {
+    const { executor, stateStore } = setup();
+    const agent = textAgent([{ toolCalls: [{ name: 'ghost', args: {}, id: 'g1' }] }, { text: 'ok' }], { tools: [] });
+    const handle = await executor.execute(agent, 'go');
+    await handle.result();
+    const [row] = await toolRows(stateStore, handle.sessionId);
+    expect(row!.content).toBe('Unknown tool "ghost". Available tools: (none).');
+    expect(row!.errorInfo).toMatchObject({ code: 'tool_not_found', details: { tool: 'ghost' } });
+  });
+
+  it('a finishWith result the outputSchema refuses is a tool_invalid_output error for the model naming the tool, and the run goes on', async () => {
+    const bad = defineTool({ name: 'bad_report', description: 'Finishes with a wrong shape', inputSchema: z.object({}), finishWith: true, execute: async () => ({ answer: 5 }) });
+    const { executor, stateStore } = setup();
+    const agent = counterAgent([{ toolCalls: [{ name: 'bad_report', args: {}, id: 'b1' }] }, finish('fallback')], { tools: [bad] });
+    const handle = await executor.execute(agent, 'go');
+    const result = await handle.result();
+    expect(result.output).toEqual({ answer: 'fallback' });
+    const [row] = await toolRows(stateStore, handle.sessionId);
+    expect(row).toMatchObject({ toolCallId: 'b1', isError: true, errorInfo: { code: 'tool_invalid_output', details: { tool: 'bad_report' } } });
+    expect(String(row!.content)).toMatch(/^Tool "bad_report" finishes the run, but its result does not match the agent's outputSchema:\n.+/);
+  });
+
+  it('a finishWith tool on an agent without outputSchema finishes the run with its result as it is', async () => {
+    const done = defineTool({ name: 'done', description: 'Finish', inputSchema: z.object({}), finishWith: true, execute: async () => 'tool said so' });
+    const { executor } = setup();
+    const handle = await executor.execute(textAgent([{ toolCalls: [{ name: 'done', args: {}, id: 'd1' }] }], { tools: [done] }), 'go');
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+    expect(result.output).toBe('tool said so');
+    expect(result.exitReason).toBe('finish_with');
+  });
+});
+
+describe('a stop that lands on a step', () => {
+  it('a stop while a sibling call runs pairs the __finish__ call of the same reply with run_stopped: the run is interrupted, not completed', async () => {
+    const gate = createGate();
+    const entered = createGate();
+    const slow = bareTool('slow', 'waits for the gate', async () => {
+      entered.open();
+      await gate.opened;
+      return 'slow done';
+    });
+    const { executor, stateStore } = setup();
+    const agent = counterAgent([{ toolCalls: [{ name: 'slow', args: {}, id: 's1' }, { name: '__finish__', args: { answer: 'x' }, id: 'f1' }] }], { tools: [slow] });
+    const handle = await executor.execute(agent, 'go');
+    await entered.opened;
+    const stopping = handle.stop('enough');
+    gate.open();
+    const result = await stopping;
+    expect(result.status).toBe('interrupted');
+    const rows = await toolRows(stateStore, handle.sessionId);
+    expect(rows.find((r) => r.toolCallId === 'f1')).toMatchObject({ isError: true, errorInfo: { code: 'run_stopped', details: { tool: '__finish__' } } });
+  });
+
+  it('a stop from an onMessage hook on the model reply pairs each call of that reply with run_stopped; no tool runs', async () => {
+    let ran = 0;
+    const counted = bareTool('counted', 'counts its runs', () => {
+      ran++;
+      return 'ran';
+    });
+    const { executor, stateStore } = setup();
+    const box: { stop?: () => Promise<unknown> } = {};
+    const agent = counterAgent([{ toolCalls: [{ name: 'counted', args: {}, id: 'c1' }] }, finish('x')], {
+      tools: [counted],
+      hooks: {
+        onMessage: (payload) => {
+          if (payload.message.role === 'assistant') void box.stop?.();
+        },
+      },
+    });
+    const handle = await executor.execute(agent, 'go');
+    box.stop = () => handle.stop('from a hook');
+    const result = await handle.result();
+    expect(result.status).toBe('interrupted');
+    expect(ran).toBe(0);
+    const rows = await toolRows(stateStore, handle.sessionId);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ toolCallId: 'c1', isError: true, errorInfo: { code: 'run_stopped' } });
+  });
+
+  it('a side-effecting call a stop ends keeps no result: its row is run_stopped, its writes are gone and the run is interrupted', async () => {
+    const entered = createGate();
+    const effect = defineTool({
+      name: 'effect',
+      description: 'a side effect that honours its abort signal',
+      inputSchema: z.object({}),
+      sideEffects: true,
+      execute: async (_input, ctx) => {
+        ctx.updateState<Counter>((d) => void d.log.push('effect-partial'));
+        entered.open();
+        await new Promise((_resolve, reject) => ctx.abortSignal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+        return 'never';
+      },
+    });
+    const { executor, stateStore } = setup();
+    const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'effect', args: {}, id: 'e1' }] }, finish('x')], { tools: [effect, incrementTool] }), 'go');
+    await entered.opened;
+    const result = await handle.stop('stop the effect');
+    expect(result.status).toBe('interrupted');
+    expect((result.state as Counter).log).toEqual([]);
+    const rows = await toolRows(stateStore, handle.sessionId);
+    expect(rows).toEqual([expect.objectContaining({ toolCallId: 'e1', isError: true, errorInfo: expect.objectContaining({ code: 'run_stopped' }) })]);
+  });
+});
