@@ -5,7 +5,8 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defineTool, type RunStartedChunk } from '../index.js';
 import { createGate } from '../testing/index.js';
-import { bareTool, counterAgent, finish, setup } from './harness.js';
+import { AgentError, InMemoryStateStore } from '../index.js';
+import { bareTool, counterAgent, deadCounterRun, finish, setup } from './harness.js';
 
 describe('runs live in this process', () => {
   it('executor.current(sessionId) is the live run\'s handle while it runs and undefined once it ended', async () => {
@@ -70,5 +71,98 @@ describe('ids and the run_started chunk', () => {
       ['start', 'the question'],
       ['resumed', ''],
     ]);
+  });
+});
+
+describe('recovery of a run someone asked to stop', () => {
+  it('a run whose process died with a stop request on it stops at once when recovered: interrupted, the model never called', async () => {
+    const stateStore = new InMemoryStateStore();
+    const { runId } = await deadCounterRun(stateStore);
+    await stateStore.requestStop(runId, { reason: 'asked from elsewhere', requestedAt: Date.now() });
+    const { executor } = setup({ stateStore });
+    let calls = 0;
+    const agent = counterAgent([() => (calls++, finish('should not run'))]);
+    const [handle] = await executor.recover({ agents: [agent] });
+    const result = await handle!.result();
+    expect(result.status).toBe('interrupted');
+    expect(result.error).toMatchObject({ code: 'run_interrupted' });
+    expect(calls).toBe(0);
+  });
+});
+
+describe('agent hooks and execution hooks together', () => {
+  it('a handler the agent registers and the execution passes again at the same point runs once; the other execution handlers still run', async () => {
+    const calls: string[] = [];
+    const shared = () => void calls.push('shared');
+    const extra = () => void calls.push('extra');
+    const { executor } = setup();
+    const handle = await executor.execute(counterAgent([finish('x')], { hooks: { onAgentStart: shared } }), 'go', { hooks: { onAgentStart: shared, beforeLLMCall: extra } });
+    await handle.result();
+    expect(calls.sort()).toEqual(['extra', 'shared']);
+  });
+});
+
+describe('class-based hooks at close()', () => {
+  class Closing {
+    constructor(
+      readonly name: string,
+      readonly closed: string[],
+    ) {}
+    onAgentStart(): void {}
+    close(): void {
+      this.closed.push(this.name);
+    }
+  }
+
+  class NoClose {
+    onAgentStart(): void {}
+  }
+
+  it('executor.close() closes the class-based hooks it warmed newest first, and one without close() is passed over', async () => {
+    const closed: string[] = [];
+    const older = new Closing('older', closed);
+    const newer = new Closing('newer', closed);
+    const noClose = new NoClose();
+    const { executor } = setup();
+    await (await executor.execute(counterAgent([finish('x')], { hooks: { onAgentStart: older } as never }), 'go')).result();
+    await (await executor.execute(counterAgent([finish('x')], { hooks: { onAgentStart: noClose } as never }), 'go')).result();
+    await (await executor.execute(counterAgent([finish('x')], { hooks: { onAgentStart: newer } as never }), 'go')).result();
+    await executor.close();
+    expect(closed).toEqual(['newer', 'older']);
+  });
+});
+
+describe('a failed entry', () => {
+  it('when the stream claim fails and recording the failed run fails too, execute() rejects with the claim error and the logger names the run it could not record', async () => {
+    class NoCommit extends InMemoryStateStore {
+      override async commit(): Promise<never> {
+        throw new Error('disk gone');
+      }
+    }
+    const { executor, streamManager, logger } = setup({ stateStore: new NoCommit(), executor: { generateId: (kind) => `${kind}-1` } });
+    streamManager.claim = async () => {
+      throw new AgentError('stream_closed', 'stream unavailable');
+    };
+    await expect(executor.execute(counterAgent([finish('x')]), 'go')).rejects.toMatchObject({ info: { code: 'stream_closed' } });
+    expect(logger.lines).toContain('error: could not record the failed entry of run run-1: Error: disk gone');
+  });
+});
+
+describe('the caller\'s abort signal', () => {
+  it('an abortSignal already aborted when execute() is called interrupts the run before its model is called', async () => {
+    let calls = 0;
+    const { executor } = setup();
+    const handle = await executor.execute(counterAgent([() => (calls++, finish('x'))]), 'go', { abortSignal: AbortSignal.abort() });
+    const result = await handle.result();
+    expect(result.status).toBe('interrupted');
+    expect(calls).toBe(0);
+  });
+
+  it('an abortSignal aborted during the run interrupts it', async () => {
+    const controller = new AbortController();
+    const { executor } = setup();
+    const handle = await executor.execute(counterAgent([{ ...finish('x'), delayMs: 5_000 }]), 'go', { abortSignal: controller.signal });
+    controller.abort();
+    expect((await handle.result()).status).toBe('interrupted');
   });
 });
