@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defineTool, type RunStartedChunk } from '../index.js';
 import { createGate } from '../testing/index.js';
-import { AgentError, InMemoryStateStore } from '../index.js';
+import { AgentError, InMemoryStateStore, type RunStartedInfo } from '../index.js';
 import { bareTool, counterAgent, deadCounterRun, finish, setup } from './harness.js';
 
 describe('runs live in this process', () => {
@@ -26,7 +26,7 @@ describe('runs live in this process', () => {
     expect(executor.current(handle.sessionId)).toBeUndefined();
   });
 
-  it('shutdown() hands off a run live here: its handle resolves running with run_handed_off', async () => {
+  it('shutdown() hands off a run live here: its handle resolves running with run_handed_off and its lease is released for recover() elsewhere', async () => {
     const gate = createGate();
     const entered = createGate();
     const held = bareTool('held', 'waits for the gate', async () => {
@@ -34,7 +34,7 @@ describe('runs live in this process', () => {
       await gate.opened;
       return 'done';
     });
-    const { executor } = setup();
+    const { executor, stateStore } = setup();
     const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'held', args: {} }] }, finish('x')], { tools: [held] }), 'go');
     await entered.opened;
     const down = executor.shutdown();
@@ -43,6 +43,11 @@ describe('runs live in this process', () => {
     const result = await handle.result();
     expect(result.status).toBe('running');
     expect(result.error).toMatchObject({ code: 'run_handed_off' });
+    // Its lease is released: another process recovers it at once, not after the lease ran out.
+    const elsewhere = setup({ stateStore });
+    const [recovered] = await elsewhere.executor.recover({ agents: [counterAgent([finish('finished elsewhere')], { tools: [held] })] });
+    expect(recovered?.runId).toBe(handle.runId);
+    expect((await recovered!.result()).output).toEqual({ answer: 'finished elsewhere' });
   });
 });
 
@@ -164,5 +169,91 @@ describe('the caller\'s abort signal', () => {
     const handle = await executor.execute(counterAgent([{ ...finish('x'), delayMs: 5_000 }]), 'go', { abortSignal: controller.signal });
     controller.abort();
     expect((await handle.result()).status).toBe('interrupted');
+  });
+});
+
+describe('stop reasons, run listeners and the lease after the end', () => {
+  async function abortReasonOf(reason: string | undefined): Promise<unknown> {
+    const entered = createGate();
+    let seen: unknown;
+    const waits = bareTool('waits', 'waits for its abort signal', async (_input, ctx) => {
+      entered.open();
+      await new Promise<void>((resolve) => ctx.abortSignal.addEventListener('abort', () => resolve(), { once: true }));
+      seen = ctx.abortSignal.reason;
+      return 'stopped';
+    });
+    const { executor } = setup();
+    const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'waits', args: {} }] }, finish('x')], { tools: [waits] }), 'go');
+    await entered.opened;
+    await handle.stop(reason);
+    return seen;
+  }
+
+  it('handle.stop(reason) aborts the tools\' signal with a run_interrupted error carrying the reason; without one, "The run was interrupted."', async () => {
+    expect(await abortReasonOf('the user gave up')).toMatchObject({ info: { code: 'run_interrupted' }, message: 'the user gave up' });
+    expect(await abortReasonOf(undefined)).toMatchObject({ info: { code: 'run_interrupted' }, message: 'The run was interrupted.' });
+  });
+
+  it('onRun listeners hear recovered: false for a new run and true for a run continued by recover()', async () => {
+    const stateStore = new InMemoryStateStore();
+    await deadCounterRun(stateStore);
+    const { executor } = setup({ stateStore });
+    const heard: RunStartedInfo[] = [];
+    executor.onRun((info) => void heard.push(info));
+    await (await executor.execute(counterAgent([finish('new')]), 'go')).result();
+    const [recovered] = await executor.recover({ agents: [counterAgent([finish('old')])] });
+    await recovered!.result();
+    expect(heard.map((h) => [h.sessionId === 'dead', h.recovered])).toEqual([
+      [false, false],
+      [true, true],
+    ]);
+  });
+
+  it('a run stops renewing its lease once it ended', async () => {
+    let renewals = 0;
+    class Counting extends InMemoryStateStore {
+      override async renewLease(...args: Parameters<InMemoryStateStore['renewLease']>) {
+        renewals++;
+        return super.renewLease(...args);
+      }
+    }
+    const { executor } = setup({ stateStore: new Counting(), executor: { leaseMs: 30 } });
+    const handle = await executor.execute(counterAgent([{ ...finish('x'), delayMs: 60 }]), 'go');
+    await handle.result();
+    const atEnd = renewals;
+    expect(atEnd).toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(renewals).toBe(atEnd);
+  });
+});
+
+describe('the handle\'s stream and usage', () => {
+  it('getUsageRollup() counts only its own run when two runs share a usage store', async () => {
+    const { executor, usageStore } = setup();
+    const first = await executor.execute(counterAgent([{ ...finish('a'), usage: { inputTokens: 10, outputTokens: 1 } }]), 'go', { usageStore });
+    await first.result();
+    const second = await executor.execute(counterAgent([{ ...finish('b'), usage: { inputTokens: 200, outputTokens: 20 } }]), 'go', { usageStore });
+    await second.result();
+    expect((await first.getUsageRollup())?.tokens).toMatchObject({ prompt: 10, completion: 1 });
+    expect((await second.getUsageRollup())?.tokens).toMatchObject({ prompt: 200, completion: 20 });
+  });
+
+  it('handle.stream({ signal }) ends its iteration when the signal is aborted, while the run goes on', async () => {
+    const gate = createGate();
+    const { executor } = setup();
+    const handle = await executor.execute(counterAgent([async () => (await gate.opened, finish('x'))]), 'go');
+    const controller = new AbortController();
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const chunk of handle.stream({ signal: controller.signal })) {
+        seen.push(chunk.type);
+        if (chunk.type === 'run_started') controller.abort();
+      }
+    })();
+    await reading;
+    expect(seen[0]).toBe('run_started');
+    expect(seen).not.toContain('run_completed');
+    gate.open();
+    expect((await handle.result()).status).toBe('completed');
   });
 });
