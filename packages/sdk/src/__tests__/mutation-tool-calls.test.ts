@@ -3,7 +3,7 @@
 // lands on a step's calls. Each test names the behaviour it pins.
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { defineTool, type ToolResultMessage } from '../index.js';
+import { defineTool, RunSupersededError, type ToolResultMessage } from '../index.js';
 import { createGate } from '../testing/index.js';
 import { bareTool, counterAgent, finish, incrementTool, setup, textAgent, type Counter } from './harness.js';
 
@@ -77,6 +77,19 @@ describe('finishing calls of one step', () => {
   });
 });
 
+describe('arguments that do not match the schema', () => {
+  it('invalid arguments give a tool_invalid_input result whose message and details name the tool and the schema issues', async () => {
+    const { executor, stateStore } = setup();
+    const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 'two' }, id: 'i1' }] }, finish('x')]), 'go');
+    await handle.result();
+    const [row] = await toolRows(stateStore, handle.sessionId);
+    expect(String(row!.content)).toMatch(/^Invalid arguments for tool "increment":\n.+/);
+    expect(row!.errorInfo).toMatchObject({ code: 'tool_invalid_input', details: { tool: 'increment' } });
+    const issues = row!.errorInfo?.details?.['issues'];
+    expect(Array.isArray(issues) && issues.length > 0).toBe(true);
+  });
+});
+
 describe('a stop that lands on a step', () => {
   it('a stop while a sibling call runs pairs the __finish__ call of the same reply with run_stopped: the run is interrupted, not completed', async () => {
     const gate = createGate();
@@ -95,7 +108,11 @@ describe('a stop that lands on a step', () => {
     const result = await stopping;
     expect(result.status).toBe('interrupted');
     const rows = await toolRows(stateStore, handle.sessionId);
-    expect(rows.find((r) => r.toolCallId === 'f1')).toMatchObject({ isError: true, errorInfo: { code: 'run_stopped', details: { tool: '__finish__' } } });
+    expect(rows.find((r) => r.toolCallId === 'f1')).toMatchObject({
+      isError: true,
+      content: 'The run was stopped before "__finish__" finished.',
+      errorInfo: { code: 'run_stopped', details: { tool: '__finish__' } },
+    });
   });
 
   it('a stop from an onMessage hook on the model reply pairs each call of that reply with run_stopped; no tool runs', async () => {
@@ -146,5 +163,80 @@ describe('a stop that lands on a step', () => {
     expect((result.state as Counter).log).toEqual([]);
     const rows = await toolRows(stateStore, handle.sessionId);
     expect(rows).toEqual([expect.objectContaining({ toolCallId: 'e1', isError: true, errorInfo: expect.objectContaining({ code: 'run_stopped' }) })]);
+  });
+});
+
+describe('calls past maxToolCallsPerStep, failures among parallel calls', () => {
+  it('calls past the limit get tool_calls_exceeded with their 1-based position, and a __finish__ that did run still finishes the run', async () => {
+    const { executor, stateStore } = setup();
+    const agent = counterAgent(
+      [{ toolCalls: [{ name: '__finish__', args: { answer: 'first' }, id: 'f' }, { name: 'increment', args: { by: 1 }, id: 'i2' }, { name: 'increment', args: { by: 1 }, id: 'i3' }] }],
+      { limits: { maxToolCallsPerStep: 1 } },
+    );
+    const handle = await executor.execute(agent, 'go');
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+    expect(result.output).toEqual({ answer: 'first' });
+    expect((result.state as Counter).count).toBe(0);
+    const rows = await toolRows(stateStore, handle.sessionId);
+    expect(rows.filter((r) => r.errorInfo?.code === 'tool_calls_exceeded').map((r) => [r.toolCallId, r.errorInfo?.details?.['position'], r.errorInfo?.details?.['total']])).toEqual([
+      ['i2', 2, 3],
+      ['i3', 3, 3],
+    ]);
+  });
+
+  it('a __finish__ with invalid arguments beside a regular call gets tool_invalid_input and the run finishes at the next step', async () => {
+    const { executor, stateStore } = setup();
+    const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 }, id: 'i1' }, { name: '__finish__', args: { answer: 7 }, id: 'f1' }] }, finish('second try')]);
+    const handle = await executor.execute(agent, 'go');
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+    expect(result.output).toEqual({ answer: 'second try' });
+    expect((result.state as Counter).count).toBe(1);
+    expect((await toolRows(stateStore, handle.sessionId)).find((r) => r.toolCallId === 'f1')?.errorInfo?.code).toBe('tool_invalid_input');
+  });
+
+  it('a run-ending hook failure in one of two parallel calls fails the run with that hook error', async () => {
+    const { executor } = setup();
+    const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 }, id: 'a' }, { name: 'increment', args: { by: 2 }, id: 'b' }] }, finish('x')], {
+      hooks: {
+        afterTool: (payload) => {
+          if (payload.toolCall.id === 'b') throw new Error('afterTool refuses b');
+        },
+      },
+    });
+    const handle = await executor.execute(agent, 'go');
+    const result = await handle.result();
+    expect(result.status).toBe('failed');
+    expect(result.error).toMatchObject({ code: 'hook_failed', details: { hook: 'afterTool' } });
+  });
+
+  it('a tool that throws the supersede error of some other run gets a tool_failed result; its own run goes on', async () => {
+    const foreign = bareTool('foreign', 'throws another run\'s supersede', () => {
+      throw new RunSupersededError('other-session', 'other-run', 'newer-run');
+    });
+    const { executor, stateStore } = setup();
+    const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'foreign', args: {}, id: 'x1' }] }, finish('went on')], { tools: [foreign] }), 'go');
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+    expect(result.output).toEqual({ answer: 'went on' });
+    expect((await toolRows(stateStore, handle.sessionId))[0]).toMatchObject({ toolCallId: 'x1', isError: true });
+  });
+});
+
+describe('refused calls beside a finishing call', () => {
+  it('an unknown tool and a schema-refused call in the reply that also calls __finish__: each gets its error row and the run completes', async () => {
+    const { executor, stateStore } = setup();
+    const agent = counterAgent([{ toolCalls: [{ name: 'ghost', args: {}, id: 'g1' }, { name: 'increment', args: { by: 'x' }, id: 'i1' }, { name: '__finish__', args: { answer: 'done' }, id: 'f1' }] }]);
+    const handle = await executor.execute(agent, 'go');
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+    expect(result.output).toEqual({ answer: 'done' });
+    const codes = (await toolRows(stateStore, handle.sessionId)).map((r) => [r.toolCallId, r.errorInfo?.code]);
+    expect(codes).toEqual([
+      ['g1', 'tool_not_found'],
+      ['i1', 'tool_invalid_input'],
+      ['f1', undefined],
+    ]);
   });
 });
