@@ -3,9 +3,9 @@
 // lands on a step's calls. Each test names the behaviour it pins.
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { defineTool, RunSupersededError, type ToolResultMessage } from '../index.js';
+import { defineTool, InMemoryStateStore, RunSupersededError, type ToolResultMessage } from '../index.js';
 import { createGate } from '../testing/index.js';
-import { bareTool, counterAgent, finish, incrementTool, setup, textAgent, type Counter } from './harness.js';
+import { bareTool, counterAgent, deadCounterRun, finish, incrementTool, setup, textAgent, type Counter } from './harness.js';
 
 const toolRows = async (stateStore: ReturnType<typeof setup>['stateStore'], sessionId: string) =>
   (await stateStore.loadSession(sessionId))!.messages.filter((m): m is ToolResultMessage => m.role === 'tool');
@@ -238,5 +238,81 @@ describe('refused calls beside a finishing call', () => {
       ['i1', 'tool_invalid_input'],
       ['f1', undefined],
     ]);
+  });
+});
+
+describe('calls that wait: client tools and approvals', () => {
+  it('a client tool call (no execute) writes its tool_start chunk with the call\'s id, name and arguments, then the run suspends on it', async () => {
+    const ask = defineTool({ name: 'ask_user', description: 'answered by the client', inputSchema: z.object({ q: z.string() }) });
+    const { executor, streamManager } = setup();
+    const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'ask_user', args: { q: 'why' }, id: 'a1' }] }], { tools: [ask] }), 'go');
+    expect((await handle.result()).status).toBe('suspended');
+    expect(streamManager.chunks(handle.sessionId).filter((c) => c.type === 'tool_start')).toEqual([
+      expect.objectContaining({ type: 'tool_start', toolCallId: 'a1', toolName: 'ask_user', arguments: { q: 'why' } }),
+    ]);
+  });
+
+  it('needsApproval as a function asks for approval only for the inputs it returns true for', async () => {
+    let ran = 0;
+    const pay = defineTool({
+      name: 'pay',
+      description: 'pays an amount',
+      inputSchema: z.object({ amount: z.number() }),
+      needsApproval: (input) => input.amount > 100,
+      execute: async (input) => (ran++, { paid: input.amount }),
+    });
+    for (const [amount, status, runs] of [
+      [5, 'completed', 1],
+      [500, 'suspended', 0],
+    ] as const) {
+      ran = 0;
+      const { executor, streamManager } = setup();
+      const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'pay', args: { amount }, id: 'p1' }] }, finish('x')], { tools: [pay] }), 'go');
+      expect((await handle.result()).status).toBe(status);
+      expect(ran).toBe(runs);
+      expect(streamManager.chunks(handle.sessionId).some((c) => c.type === 'tool_approval_request')).toBe(status === 'suspended');
+    }
+  });
+});
+
+describe('a side-effecting call a dead process started', () => {
+  it('is not run again on recovery: its row is a tool_interrupted error saying its outcome is unknown, naming the tool, and the run goes on', async () => {
+    let sends = 0;
+    const send = defineTool({ name: 'send', description: 'sends an email', inputSchema: z.object({ to: z.string() }), sideEffects: true, execute: () => ++sends });
+    const store = new InMemoryStateStore();
+    const dead = await deadCounterRun(store, { sessionId: 'crashed' });
+    await store.commit({ ...dead, kind: 'turn_start', appendMessages: [{ role: 'user', content: 'go' }], committedAt: Date.now() });
+    const reply = { ok: true, text: '', finishReason: 'tool-calls', model: 'scripted-model', toolCalls: [{ id: 'b', name: 'send', arguments: { to: 'y' } }] };
+    await store.appendJournal({ ...dead, stepIndex: 0, kind: 'model_reply', key: 'model_reply:0', data: { reply, patches: [] }, at: Date.now() });
+    await store.appendJournal({ ...dead, stepIndex: 0, kind: 'call_started', key: 'call_started:0:b', data: {}, at: Date.now() });
+    const { executor } = setup({ stateStore: store });
+    const [handle] = await executor.recover({ agents: [counterAgent([finish('done')], { tools: [send] })] });
+    const result = await handle!.result();
+    expect(result.status).toBe('completed');
+    expect(sends).toBe(0);
+    const [row] = await toolRows(store, 'crashed');
+    expect(row).toMatchObject({
+      toolCallId: 'b',
+      isError: true,
+      content: 'Tool "send" was interrupted: its outcome is unknown and it was not run again.',
+      errorInfo: { code: 'tool_interrupted', details: { tool: 'send' } },
+    });
+  });
+});
+
+describe('a pure call a dead process started', () => {
+  it('runs again on recovery (only side-effecting calls are at most once): its result row and state write are there', async () => {
+    const store = new InMemoryStateStore();
+    const dead = await deadCounterRun(store, { sessionId: 'crashed-pure' });
+    await store.commit({ ...dead, kind: 'turn_start', appendMessages: [{ role: 'user', content: 'go' }], committedAt: Date.now() });
+    const reply = { ok: true, text: '', finishReason: 'tool-calls', model: 'scripted-model', toolCalls: [{ id: 'p', name: 'increment', arguments: { by: 4 } }] };
+    await store.appendJournal({ ...dead, stepIndex: 0, kind: 'model_reply', key: 'model_reply:0', data: { reply, patches: [] }, at: Date.now() });
+    await store.appendJournal({ ...dead, stepIndex: 0, kind: 'call_started', key: 'call_started:0:p', data: {}, at: Date.now() });
+    const { executor } = setup({ stateStore: store });
+    const [handle] = await executor.recover({ agents: [counterAgent([finish('done')])] });
+    const result = await handle!.result();
+    expect(result.status).toBe('completed');
+    expect((result.state as Counter).count).toBe(4);
+    expect((await toolRows(store, 'crashed-pure')).filter((r) => r.toolCallId === 'p')).toEqual([expect.objectContaining({ content: { ok: true, by: 4 } })]);
   });
 });
