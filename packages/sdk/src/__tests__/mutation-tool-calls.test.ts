@@ -316,3 +316,34 @@ describe('a pure call a dead process started', () => {
     expect((await toolRows(store, 'crashed-pure')).filter((r) => r.toolCallId === 'p')).toEqual([expect.objectContaining({ content: { ok: true, by: 4 } })]);
   });
 });
+
+describe('a finishing call\'s result and its duration', () => {
+  it('a finishWith result too large to store does not finish the run: the call gets tool_result_too_large and the model is asked again', async () => {
+    const big = defineTool({ name: 'big_report', description: 'Finish with a long answer', inputSchema: z.object({}), finishWith: true, execute: async () => ({ answer: 'x'.repeat(500) }) });
+    const { executor, stateStore } = setup();
+    const agent = counterAgent([{ toolCalls: [{ name: 'big_report', args: {}, id: 'b1' }] }, finish('short')], { tools: [big], limits: { maxToolResultChars: 200 } });
+    const handle = await executor.execute(agent, 'go');
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+    expect(result.output).toEqual({ answer: 'short' });
+    expect((await toolRows(stateStore, handle.sessionId)).find((r) => r.toolCallId === 'b1')?.errorInfo?.code).toBe('tool_result_too_large');
+  });
+
+  it('a call\'s durationMs (afterTool payload, tool_end chunk) is the time its body took: at least its wait, at most the whole run', async () => {
+    const slow = bareTool('slow', 'waits 30 ms', async () => {
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      return 'ok';
+    });
+    const durations: number[] = [];
+    const { executor, streamManager } = setup();
+    const began = performance.now();
+    const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'slow', args: {} }] }, finish('x')], { tools: [slow], hooks: { afterTool: (p) => void durations.push(p.durationMs) } }), 'go');
+    await handle.result();
+    const wall = performance.now() - began;
+    const end = streamManager.chunks(handle.sessionId).find((c) => c.type === 'tool_end') as { durationMs: number };
+    for (const d of [durations[0]!, end.durationMs]) {
+      expect(d).toBeGreaterThanOrEqual(25);
+      expect(d).toBeLessThanOrEqual(wall);
+    }
+  });
+});
