@@ -347,3 +347,22 @@ describe('a finishing call\'s result and its duration', () => {
     }
   });
 });
+
+describe('a call that leaves an invalid state', () => {
+  it('its state_invalid result says the writes were dropped, is a tool-layer error and names the tool and the schema issues', async () => {
+    const corrupt = bareTool('corrupt', 'writes a string into the counter', (_input, ctx) => {
+      ctx.updateState<{ count: unknown }>((d) => {
+        d.count = 'many';
+      });
+      return 'ok';
+    });
+    const { executor, stateStore } = setup();
+    const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'corrupt', args: {}, id: 'c1' }] }, finish('x')], { tools: [corrupt] }), 'go');
+    expect(((await handle.result()).state as Counter).count).toBe(0);
+    const [row] = await toolRows(stateStore, handle.sessionId);
+    expect(row!.content).toBe('Tool "corrupt" wrote a state that does not match the agent\'s stateSchema; its writes were dropped.');
+    expect(row!.errorInfo).toMatchObject({ code: 'state_invalid', layer: 'tool', details: { tool: 'corrupt' } });
+    const issues = row!.errorInfo?.details?.['issues'];
+    expect(Array.isArray(issues) && issues.length > 0).toBe(true);
+  });
+});
