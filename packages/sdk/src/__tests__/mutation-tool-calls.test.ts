@@ -366,3 +366,27 @@ describe('a call that leaves an invalid state', () => {
     expect(Array.isArray(issues) && issues.length > 0).toBe(true);
   });
 });
+
+describe('results that cannot be stored', () => {
+  it('a result the tool\'s outputSchema refuses is tool_invalid_output naming the tool', async () => {
+    const typed = defineTool({ name: 'typed', description: 'returns a wrong shape', inputSchema: z.object({}), outputSchema: z.object({ n: z.number() }), execute: async () => ({ n: 'one' }) as never });
+    const { executor, stateStore } = setup();
+    const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'typed', args: {}, id: 't1' }] }, finish('x')], { tools: [typed] }), 'go');
+    await handle.result();
+    const [row] = await toolRows(stateStore, handle.sessionId);
+    expect(String(row!.content)).toMatch(/^Tool "typed" returned an invalid result:\n.+/);
+    expect(row!.errorInfo).toMatchObject({ code: 'tool_invalid_output', details: { tool: 'typed' } });
+  });
+
+  it('a result that is not JSON (a BigInt) is tool_invalid_output with the problem named in its message and details, and a hint', async () => {
+    const bigint = bareTool('bigint', 'returns a BigInt', () => ({ n: 10n }));
+    const { executor, stateStore } = setup();
+    const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'bigint', args: {}, id: 'n1' }] }, finish('x')], { tools: [bigint] }), 'go');
+    await handle.result();
+    const [row] = await toolRows(stateStore, handle.sessionId);
+    const problem = row!.errorInfo?.details?.['problem'];
+    expect(typeof problem === 'string' && problem.length > 0).toBe(true);
+    expect(row!.content).toBe(`Tool "bigint" returned a result that cannot be serialized as JSON (${String(problem)}).`);
+    expect(row!.errorInfo).toMatchObject({ code: 'tool_invalid_output', hint: 'Return JSON values only: no BigInt, functions, symbols or circular objects.', details: { tool: 'bigint' } });
+  });
+});
