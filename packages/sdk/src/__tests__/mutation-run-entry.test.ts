@@ -257,3 +257,18 @@ describe('the handle\'s stream and usage', () => {
     expect((await handle.result()).status).toBe('completed');
   });
 });
+
+describe('an onRun listener that throws', () => {
+  it('is logged as a warning naming its message, and neither the run nor the other listeners are affected', async () => {
+    const { executor, logger } = setup();
+    const heard: string[] = [];
+    executor.onRun(() => {
+      throw new Error('listener broke');
+    });
+    executor.onRun((info) => void heard.push(info.runId));
+    const handle = await executor.execute(counterAgent([finish('x')]), 'go');
+    expect((await handle.result()).status).toBe('completed');
+    expect(heard).toEqual([handle.runId]);
+    expect(logger.lines).toContain('warn: an onRun listener threw: listener broke');
+  });
+});
