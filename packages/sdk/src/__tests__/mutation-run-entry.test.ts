@@ -209,6 +209,17 @@ describe('stop reasons, run listeners and the lease after the end', () => {
     ]);
   });
 
+  it('the function onRun() returns removes the listener: later runs are not heard', async () => {
+    const { executor } = setup();
+    const heard: string[] = [];
+    const off = executor.onRun((info) => void heard.push(info.runId));
+    const first = await executor.execute(counterAgent([finish('a')]), 'go');
+    await first.result();
+    off();
+    await (await executor.execute(counterAgent([finish('b')]), 'go')).result();
+    expect(heard).toEqual([first.runId]);
+  });
+
   it('a run stops renewing its lease once it ended', async () => {
     let renewals = 0;
     class Counting extends InMemoryStateStore {
