@@ -5,7 +5,8 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defineTool, type RunStartedChunk } from '../index.js';
 import { createGate } from '../testing/index.js';
-import { AgentError, InMemoryStateStore, type RunStartedInfo } from '../index.js';
+import { AgentError, childSessionId, defineAgent, defineSubAgentTool, InMemoryStateStore, type RunStartedInfo } from '../index.js';
+import { createScriptedModel } from '../testing/index.js';
 import { bareTool, counterAgent, deadCounterRun, finish, setup } from './harness.js';
 
 describe('runs live in this process', () => {
@@ -281,5 +282,21 @@ describe('an onRun listener that throws', () => {
     expect((await handle.result()).status).toBe('completed');
     expect(heard).toEqual([handle.runId]);
     expect(logger.lines).toContain('warn: an onRun listener threw: listener broke');
+  });
+});
+
+describe('a child run as onRun hears of it', () => {
+  it('a sub-agent\'s child run is announced with its parent\'s session id; the parent\'s own run without one', async () => {
+    const child = defineAgent({ name: 'helper', llmConfig: { model: createScriptedModel([{ text: 'child done' }]) } });
+    const parent = defineAgent({ name: 'lead', llmConfig: { model: createScriptedModel([{ toolCalls: [{ name: 'helper', args: { input: 'x' }, id: 'h1' }] }, { text: 'done' }]) }, tools: [defineSubAgentTool({ agent: child })] });
+    const { executor } = setup();
+    const heard: RunStartedInfo[] = [];
+    executor.onRun((info) => void heard.push(info));
+    const handle = await executor.execute(parent, 'go');
+    expect((await handle.result()).status).toBe('completed');
+    expect(heard.map((h) => [h.agentType, h.sessionId, h.parentSessionId])).toEqual([
+      ['lead', handle.sessionId, undefined],
+      ['helper', childSessionId(handle.sessionId, 'h1'), handle.sessionId],
+    ]);
   });
 });
