@@ -225,7 +225,7 @@ describe('calls past maxToolCallsPerStep, failures among parallel calls', () => 
 });
 
 describe('refused calls beside a finishing call', () => {
-  it('an unknown tool and a schema-refused call in the reply that also calls __finish__: each gets its error row and the run completes', async () => {
+  it('an unknown tool and a schema-refused call in the reply that also calls __finish__: each gets its error row, __finish__ gets { ok: true }, and the run completes', async () => {
     const { executor, stateStore } = setup();
     const agent = counterAgent([{ toolCalls: [{ name: 'ghost', args: {}, id: 'g1' }, { name: 'increment', args: { by: 'x' }, id: 'i1' }, { name: '__finish__', args: { answer: 'done' }, id: 'f1' }] }]);
     const handle = await executor.execute(agent, 'go');
@@ -238,6 +238,7 @@ describe('refused calls beside a finishing call', () => {
       ['i1', 'tool_invalid_input'],
       ['f1', undefined],
     ]);
+    expect((await toolRows(stateStore, handle.sessionId)).find((r) => r.toolCallId === 'f1')?.content).toEqual({ ok: true });
   });
 });
 
@@ -276,7 +277,7 @@ describe('calls that wait: client tools and approvals', () => {
 });
 
 describe('a side-effecting call a dead process started', () => {
-  it('is not run again on recovery: its row is a tool_interrupted error saying its outcome is unknown, naming the tool, and the run goes on', async () => {
+  it('is not run again on recovery: its row is a tool_interrupted error saying its outcome is unknown, naming the tool, without onMessage, and the run goes on', async () => {
     let sends = 0;
     const send = defineTool({ name: 'send', description: 'sends an email', inputSchema: z.object({ to: z.string() }), sideEffects: true, execute: () => ++sends });
     const store = new InMemoryStateStore();
@@ -286,10 +287,14 @@ describe('a side-effecting call a dead process started', () => {
     await store.appendJournal({ ...dead, stepIndex: 0, kind: 'model_reply', key: 'model_reply:0', data: { reply, patches: [] }, at: Date.now() });
     await store.appendJournal({ ...dead, stepIndex: 0, kind: 'call_started', key: 'call_started:0:b', data: {}, at: Date.now() });
     const { executor } = setup({ stateStore: store });
-    const [handle] = await executor.recover({ agents: [counterAgent([finish('done')], { tools: [send] })] });
+    const heard: string[] = [];
+    const onMessage = (p: { message: { role: string } }) => void heard.push(p.message.role);
+    const [handle] = await executor.recover({ agents: [counterAgent([finish('done')], { tools: [send], hooks: { onMessage } })] });
     const result = await handle!.result();
     expect(result.status).toBe('completed');
     expect(sends).toBe(0);
+    // The interrupted row is the dead process's, replayed: onMessage fires for the new step's rows only.
+    expect(heard.filter((r) => r === 'tool')).toHaveLength(1);
     const [row] = await toolRows(store, 'crashed');
     expect(row).toMatchObject({
       toolCallId: 'b',
