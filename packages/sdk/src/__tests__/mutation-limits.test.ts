@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, type ToolResultMessage } from '../index.js';
 import { checkInputText, checkResourceLimits, jsonLongerThan, resolveLimits, safeJsonLength, stateTooLarge, toolCallRefused, toolResultTooLarge, tooManyMessages } from '../runtime/limits.js';
 import type { Spend } from '../runtime/run-books.js';
-import { costBudget, emptyReplies, repeatedToolError, tokenBudget, type StepFacts } from '../runtime/stop-conditions.js';
+import { costBudget, emptyReplies, guardsFor, repeatedToolError, tokenBudget, type StepFacts, type StopCondition } from '../runtime/stop-conditions.js';
 
 describe('jsonLongerThan and safeJsonLength', () => {
   it('property: jsonLongerThan(value, max) is the JSON length exactly when it is over max, else undefined, for any JSON value and limit', () => {
@@ -109,6 +109,17 @@ describe('stop conditions', () => {
     expect(check(facts([], false))).toBeUndefined();
     expect(check(facts([], true))).toBeUndefined();
     expect(check(facts([], true))?.info).toMatchObject({ code: 'run_empty_responses', message: 'The model returned 2 empty replies in a row.', details: { times: 2 } });
+    const off = emptyReplies(0);
+    for (let i = 0; i < 5; i++) expect(off(facts([], true))).toBeUndefined();
+  });
+
+  it('without limits the guards stop at the third identical tool error and the third empty reply in a row', () => {
+    const [repeated, empty] = guardsFor(undefined).afterStep as [StopCondition, StopCondition];
+    expect(repeated(facts([failing('boom'), failing('boom')]))).toBeUndefined();
+    expect(repeated(facts([failing('boom')]))?.info.code).toBe('run_repeated_error');
+    expect(empty(facts([], true))).toBeUndefined();
+    expect(empty(facts([], true))).toBeUndefined();
+    expect(empty(facts([], true))?.info.code).toBe('run_empty_responses');
   });
 
   it('the token and cost budgets trip only past the limit, with messages, hints and details', () => {
