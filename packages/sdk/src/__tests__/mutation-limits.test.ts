@@ -19,6 +19,12 @@ describe('jsonLongerThan and safeJsonLength', () => {
     );
   });
 
+  it('a string of control characters, whose JSON is six characters per character, is measured by its JSON, not its length', () => {
+    expect(jsonLongerThan('\u0000', 5)).toBe(8);
+    expect(jsonLongerThan('\u0001\u0002', 13)).toBe(14);
+    expect(jsonLongerThan('\u0001\u0002', 14)).toBeUndefined();
+  });
+
   it('safeJsonLength is 0 for undefined (nothing to store) and undefined for a value JSON cannot hold', () => {
     expect(safeJsonLength(undefined)).toBe(0);
     expect(safeJsonLength({ a: 1 })).toBe(7);
