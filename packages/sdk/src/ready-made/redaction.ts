@@ -4,6 +4,7 @@ import type { AgentHooks, AfterToolPayload, AfterToolResult, BeforeLLMCallPayloa
 import type { Message } from '../messages.js';
 import type { JournalEntry, StateStore } from '../store.js';
 import type { StreamChunkInput, StreamManager, StreamWriter } from '../stream.js';
+import type { ToolResultStore } from './tool-result-offload.js';
 
 /** One thing to redact: what it is (reported in counts) and how to find it. */
 export interface RedactionPattern {
@@ -335,7 +336,7 @@ export interface RedactableStores<S extends StateStore = StateStore, M extends S
  * `new JSAgentExecutor(redacted.stateStore, redacted.streamManager, adapter)`.
  */
 export function createRedactingStores<S extends StateStore, M extends StreamManager>(stores: RedactableStores<S, M>, options: RedactionOptions | Redactor = {}): { readonly stateStore: S; readonly streamManager: M } {
-  const redactor = 'redactValue' in options && typeof options.redactValue === 'function' ? options : createRedactor(options as RedactionOptions);
+  const redactor = redactorOf(options);
   const redactArgs = (args: unknown[]): unknown[] => args.map((arg) => redactor.redactValue(arg).value);
   const stateStore = new Proxy(stores.stateStore, {
     get(target, prop, receiver) {
@@ -391,6 +392,26 @@ interface TracerLike {
   startSpan(name: string, options?: { readonly attributes?: Record<string, unknown> }, context?: unknown): SpanLike;
 }
 
+/** A Redactor as given, or one made from options. */
+function redactorOf(options: RedactionOptions | Redactor): Redactor {
+  return 'redactValue' in options && typeof options.redactValue === 'function' ? options : createRedactor(options as RedactionOptions);
+}
+
+/**
+ * Wraps a {@link ToolResultStore} (where the offload hook writes whole tool results: files, a bucket) so that
+ * what it stores is redacted: an offloaded result is a place a value is written too, and
+ * `createRedactingStores` does not reach it. The reference the model sees is the inner store's; reading a
+ * result back (`createReadOffloadedResultTool`) gives the redacted text. The wrapper has no `toJSON`: a hook
+ * rebuilt from its configuration would lose the redaction, so a hook that uses it cannot be serialized.
+ */
+export function createRedactingToolResultStore(store: ToolResultStore, options: RedactionOptions | Redactor = {}): ToolResultStore {
+  const redactor = redactorOf(options);
+  return {
+    write: (key, content, scope) => store.write(key, redactor.redactText(content).value, scope),
+    read: (ref, scope) => store.read(ref, scope),
+  };
+}
+
 /** The part of an OpenTelemetry tracer provider it intercepts. */
 export interface RedactableTracerProvider {
   getTracer(name: string, version?: string, options?: unknown): unknown;
@@ -405,7 +426,7 @@ export interface RedactableTracerProvider {
  * user's input), so their spans are redacted on the way out instead.
  */
 export function createRedactingTracerProvider<P extends RedactableTracerProvider>(provider: P, options: RedactionOptions | Redactor = {}): P {
-  const redactor = 'redactValue' in options && typeof options.redactValue === 'function' ? options : createRedactor(options as RedactionOptions);
+  const redactor = redactorOf(options);
   const attribute = (value: unknown): unknown => {
     if (typeof value === 'string') return redactor.redactText(value).value;
     if (Array.isArray(value)) return value.map((item) => (typeof item === 'string' ? redactor.redactText(item).value : item));
