@@ -421,6 +421,20 @@ export interface Prunable {
   prune(now?: number): Promise<PruneReport>;
 }
 
+/** Prunes each store in turn (a stream manager and a state store, say) and adds up what they dropped. */
+export async function pruneAll(stores: readonly Prunable[], now: number = Date.now()): Promise<PruneReport> {
+  let chunks = 0;
+  let journalEntries = 0;
+  let records = 0;
+  for (const store of stores) {
+    const report = await store.prune(now);
+    chunks += report.chunks;
+    journalEntries += report.journalEntries;
+    records += report.records;
+  }
+  return { chunks, journalEntries, records };
+}
+
 /**
  * Runs `prune` every `intervalMs` (when finite) on an unref'd timer, so it never keeps a process alive;
  * a failed prune is reported to `onError` and the timer goes on. Returns the function that stops it.

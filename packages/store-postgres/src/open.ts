@@ -1,5 +1,5 @@
 import type { PruneReport, RetentionPolicy } from '@helix-agents/sdk/store';
-import { resolveRetention, schedulePrune } from '@helix-agents/sdk/store';
+import { pruneAll, resolveRetention, schedulePrune } from '@helix-agents/sdk/store';
 import pg from 'pg';
 import { migratePostgres } from './migrations.js';
 import { PostgresStateStore } from './state-store.js';
@@ -90,11 +90,7 @@ export async function openPostgresStores(options: OpenPostgresStoresOptions): Pr
     (runId) => streamManager.takeRider(runId),
   );
   let closing: Promise<void> | undefined;
-  const prune = async (now: number = Date.now()): Promise<PruneReport> => {
-    const chunks = await streamManager.prune(now);
-    const journal = await stateStore.prune();
-    return { chunks: chunks.chunks, journalEntries: journal.journalEntries, records: journal.records };
-  };
+  const prune = (now: number = Date.now()): Promise<PruneReport> => pruneAll([streamManager, stateStore], now);
   // A failed timed prune (a lost connection) is tried again at the next tick.
   const stopPruning = schedulePrune(() => (closing === undefined ? prune() : Promise.resolve()), pruneIntervalMs);
   return {

@@ -1,5 +1,5 @@
 import type { PruneReport, RetentionPolicy } from '@helix-agents/sdk/store';
-import { resolveRetention, schedulePrune } from '@helix-agents/sdk/store';
+import { pruneAll, resolveRetention, schedulePrune } from '@helix-agents/sdk/store';
 import type { SqliteDatabaseOptions } from './database.js';
 import { SqliteDatabase } from './database.js';
 import { SqliteStateStore } from './state-store.js';
@@ -54,11 +54,7 @@ export function openSqliteStores(options: SqliteStoresOptions = {}): SqliteStore
     ...(options.flushIntervalMs === undefined ? {} : { flushIntervalMs: options.flushIntervalMs }),
   };
   const streamManager = new SqliteStreamManager(database, streamOptions);
-  const prune = async (now: number = Date.now()): Promise<PruneReport> => {
-    const chunks = await streamManager.prune(now);
-    const journal = await stateStore.prune();
-    return { chunks: chunks.chunks, journalEntries: journal.journalEntries, records: journal.records };
-  };
+  const prune = (now: number = Date.now()): Promise<PruneReport> => pruneAll([streamManager, stateStore], now);
   // A failed timed prune (a busy database) is tried again at the next tick.
   const stopPruning = schedulePrune(() => (database.closed ? Promise.resolve() : prune()), pruneIntervalMs);
   return {

@@ -16,7 +16,7 @@ import {
   type StreamChunk,
   type ToolContext,
 } from '../index.js';
-import { createHookRecorder, createScriptedModel, type ScriptedStep, type ScriptedStepObject } from '../testing/index.js';
+import { createGate, createHookRecorder, createScriptedModel, type ScriptedStep, type ScriptedStepObject } from '../testing/index.js';
 
 /** A logger that keeps what it was told, for assertions on observe-only errors. */
 export function memoryLogger(): Logger & { readonly lines: string[] } {
@@ -63,6 +63,21 @@ export const incrementTool = defineTool({
 /** A tool without arguments whose body is the point of the test (a gate, a state write, a throw). */
 export function bareTool<TOutput>(name: string, description: string, execute: (input: Record<string, never>, ctx: ToolContext) => TOutput | Promise<TOutput>) {
   return defineTool({ name, description, inputSchema: z.object({}), execute });
+}
+
+/**
+ * A tool without input that holds each call until `gate` opens and then returns `output`; `entered` opens
+ * once a call is inside it.
+ */
+export function gatedTool<TOutput>(name: string, output: TOutput) {
+  const gate = createGate();
+  const entered = createGate();
+  const tool = bareTool(name, 'waits for the gate', async () => {
+    entered.open();
+    await gate.opened;
+    return output;
+  });
+  return { tool, gate, entered };
 }
 
 /** A hook handler or tool body that throws `new Error(message)`. */

@@ -7,17 +7,11 @@ import { defineTool, type RunStartedChunk } from '../index.js';
 import { createGate } from '../testing/index.js';
 import { AgentError, childSessionId, defineAgent, defineSubAgentTool, InMemoryStateStore, type RunStartedInfo } from '../index.js';
 import { createScriptedModel } from '../testing/index.js';
-import { bareTool, counterAgent, deadCounterRun, finish, setup } from './harness.js';
+import { bareTool, counterAgent, deadCounterRun, finish, gatedTool, setup } from './harness.js';
 
 describe('runs live in this process', () => {
   it('executor.current(sessionId) is the live run\'s handle while it runs and undefined once it ended', async () => {
-    const gate = createGate();
-    const entered = createGate();
-    const held = bareTool('held', 'waits for the gate', async () => {
-      entered.open();
-      await gate.opened;
-      return 'done';
-    });
+    const { tool: held, gate, entered } = gatedTool('held', 'done');
     const { executor } = setup();
     const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'held', args: {} }] }, finish('x')], { tools: [held] }), 'go');
     await entered.opened;
@@ -28,13 +22,7 @@ describe('runs live in this process', () => {
   });
 
   it('shutdown() hands off a run live here: its handle resolves running with run_handed_off and its lease is released for recover() elsewhere', async () => {
-    const gate = createGate();
-    const entered = createGate();
-    const held = bareTool('held', 'waits for the gate', async () => {
-      entered.open();
-      await gate.opened;
-      return 'done';
-    });
+    const { tool: held, gate, entered } = gatedTool('held', 'done');
     const { executor, stateStore } = setup();
     const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'held', args: {} }] }, finish('x')], { tools: [held] }), 'go');
     await entered.opened;

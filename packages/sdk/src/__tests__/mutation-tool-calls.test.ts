@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defineTool, InMemoryStateStore, RunSupersededError, type ToolResultMessage } from '../index.js';
 import { createGate } from '../testing/index.js';
-import { bareTool, counterAgent, deadCounterRun, finish, incrementTool, setup, textAgent, type Counter } from './harness.js';
+import { bareTool, counterAgent, deadCounterRun, finish, gatedTool, incrementTool, setup, textAgent, type Counter } from './harness.js';
 
 const toolRows = async (stateStore: ReturnType<typeof setup>['stateStore'], sessionId: string) =>
   (await stateStore.loadSession(sessionId))!.messages.filter((m): m is ToolResultMessage => m.role === 'tool');
@@ -92,13 +92,7 @@ describe('arguments that do not match the schema', () => {
 
 describe('a stop that lands on a step', () => {
   it('a stop while a sibling call runs pairs the __finish__ call of the same reply with run_stopped: the run is interrupted, not completed', async () => {
-    const gate = createGate();
-    const entered = createGate();
-    const slow = bareTool('slow', 'waits for the gate', async () => {
-      entered.open();
-      await gate.opened;
-      return 'slow done';
-    });
+    const { tool: slow, gate, entered } = gatedTool('slow', 'slow done');
     const { executor, stateStore } = setup();
     const agent = counterAgent([{ toolCalls: [{ name: 'slow', args: {}, id: 's1' }, { name: '__finish__', args: { answer: 'x' }, id: 'f1' }] }], { tools: [slow] });
     const handle = await executor.execute(agent, 'go');

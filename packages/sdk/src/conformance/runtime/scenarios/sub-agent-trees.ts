@@ -68,6 +68,19 @@ function waveWorker(t: ScenarioContext, turns: Readonly<Record<string, Deferred>
   return defineAgent<unknown, unknown>({ name: 'worker', llmConfig: { model: createScriptedModel([step], { loop: true }), retry: { maxAttempts: 1 } } });
 }
 
+/** A lead whose `research` child waits in its model call (10 s); `inModel` resolves once the child is there. */
+function leadWithWaitingChild(t: ScenarioContext): { lead: AgentConfig<Counter, unknown>; inModel: Deferred } {
+  const inModel = t.deferred('the child model call started');
+  const researcher = child(t, 'researcher', [
+    () => {
+      inModel.resolve();
+      return { text: 'never', delayMs: 10_000 };
+    },
+  ]);
+  const lead = agent(t, { name: 'lead', tools: [defineSubAgentTool({ agent: researcher, name: 'research' })], steps: [calls(['research', { input: 'look' }]), text('never')], layers: [fold] });
+  return { lead, inModel };
+}
+
 const scenarios: TopicScenario[] = [
   {
     name: 'subagent/parallel-folds-compose',
@@ -130,14 +143,7 @@ const scenarios: TopicScenario[] = [
     description:
       "handle.stop() of a parent while its child waits for its model: the child is stopped too and fires its own onAgentFail(run_interrupted, recoverable); the parent's call ends with the child's outcome and the parent ends interrupted (onAgentFail) (issue 11 item 8; rules 125, 126)",
     async run(t) {
-      const inModel = t.deferred('the child model call started');
-      const researcher = child(t, 'researcher', [
-        () => {
-          inModel.resolve();
-          return { text: 'never', delayMs: 10_000 };
-        },
-      ]);
-      const lead = agent(t, { name: 'lead', tools: [defineSubAgentTool({ agent: researcher, name: 'research' })], steps: [calls(['research', { input: 'look' }]), text('never')], layers: [fold] });
+      const { lead, inModel } = leadWithWaitingChild(t);
       const handle = await t.execute(lead, 'go', { sessionId: t.sessionId() });
       await inModel.wait();
       t.note('stop() resolved with', (await handle.stop('user pressed stop')).status);
@@ -167,15 +173,8 @@ const scenarios: TopicScenario[] = [
     description:
       "a newer execute() on the parent's session while its child waits for its model: the child is stopped and fires its own onAgentFail(run_interrupted, recoverable); the parent fires onAgentSuperseded only and writes nothing more; the newer run completes (issue 11 item 8; rules 46–49)",
     async run(t) {
-      const inModel = t.deferred('the child model call started');
-      const researcher = child(t, 'researcher', [
-        () => {
-          inModel.resolve();
-          return { text: 'never', delayMs: 10_000 };
-        },
-      ]);
+      const { lead, inModel } = leadWithWaitingChild(t);
       const sessionId = t.sessionId();
-      const lead = agent(t, { name: 'lead', tools: [defineSubAgentTool({ agent: researcher, name: 'research' })], steps: [calls(['research', { input: 'look' }]), text('never')], layers: [fold] });
       // The newer run's hooks are not recorded: they would interleave with the older tree's ending.
       const newer = defineAgent<Counter, unknown>({ name: 'lead', stateSchema: CounterState, llmConfig: { model: createScriptedModel([text('newer')]) } });
       const handle = await t.execute(lead, 'first', { sessionId });
@@ -203,14 +202,7 @@ const scenarios: TopicScenario[] = [
       "a parent that loses its lease to another process while its child waits for its model is superseded the same way: the child is stopped and fires its own onAgentFail(run_interrupted, recoverable), the parent fires onAgentSuperseded only (no afterSubAgent, no afterTool) and writes nothing more (issue 11 item 8; rule 46, D13)",
     needs: ['leaseLoss'],
     async run(t) {
-      const inModel = t.deferred('the child model call started');
-      const researcher = child(t, 'researcher', [
-        () => {
-          inModel.resolve();
-          return { text: 'never', delayMs: 10_000 };
-        },
-      ]);
-      const lead = agent(t, { name: 'lead', tools: [defineSubAgentTool({ agent: researcher, name: 'research' })], steps: [calls(['research', { input: 'look' }]), text('never')], layers: [fold] });
+      const { lead, inModel } = leadWithWaitingChild(t);
       const handle = await t.execute(lead, 'go', { sessionId: t.sessionId() });
       await inModel.wait();
       await t.leases().takeOver(handle.runId);
