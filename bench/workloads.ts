@@ -27,7 +27,7 @@ import {
   type UsageStore,
 } from '@helix-agents/sdk';
 import { createScriptedModel, type ScriptedStepObject } from '@helix-agents/sdk/testing';
-import { openSqliteStores, type SqliteStores } from '@helix-agents/store-sqlite';
+import { openSqliteStores, type SqliteCheckpointMode, type SqliteStores } from '@helix-agents/store-sqlite';
 import { openPostgresStores, type PostgresStores } from '@helix-agents/store-postgres';
 import { startTestPostgres } from '@helix-agents/store-postgres/testing';
 
@@ -98,9 +98,9 @@ export function memoryStores(retention?: RetentionPolicy): BenchStores & { prune
 }
 
 /** SQLite stores on a fresh file in a temporary folder (removed on close). */
-export function sqliteStores(synchronous: 'NORMAL' | 'FULL', flushIntervalMs?: number): BenchStores & { readonly sqlite: SqliteStores } {
+export function sqliteStores(synchronous: 'NORMAL' | 'FULL', flushIntervalMs?: number, checkpoint?: SqliteCheckpointMode): BenchStores & { readonly sqlite: SqliteStores } {
   const dir = mkdtempSync(join(tmpdir(), 'helix-bench-'));
-  const sqlite = openSqliteStores({ path: join(dir, 'helix.db'), synchronous, ...(flushIntervalMs === undefined ? {} : { flushIntervalMs }) });
+  const sqlite = openSqliteStores({ path: join(dir, 'helix.db'), synchronous, ...(flushIntervalMs === undefined ? {} : { flushIntervalMs }), ...(checkpoint === undefined ? {} : { checkpoint }) });
   return {
     sqlite,
     stateStore: sqlite.stateStore,

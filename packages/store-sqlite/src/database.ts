@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { AgentError, StateCommitError } from '@helix-agents/sdk';
 import BetterSqlite3 from 'better-sqlite3';
+import { BackgroundCheckpointer, type SqliteCheckpointMode } from './checkpointer.js';
 import { migrateSqlite } from './migrations.js';
 
 /** Where {@link SqliteDatabase.open} puts the database by default: a project-local folder. */
@@ -19,9 +20,16 @@ export interface SqliteDatabaseOptions {
   readonly synchronous?: 'NORMAL' | 'FULL';
   /** How long a write waits for another process's write lock before failing (default 5,000 ms). */
   readonly busyTimeoutMs?: number;
+  /**
+   * Who runs WAL checkpoints: `'background'` (default) a worker thread, so that no commit waits for
+   * one; `'inline'` SQLite's automatic checkpoint inside the committing connection. See
+   * {@link SqliteCheckpointMode}. Ignored for `:memory:`.
+   */
+  readonly checkpoint?: SqliteCheckpointMode;
 }
 
 const handles = new WeakMap<SqliteDatabase, BetterSqlite3.Database>();
+const checkpointers = new WeakMap<BetterSqlite3.Database, BackgroundCheckpointer>();
 
 /**
  * One open connection to a helix-agents SQLite database (WAL mode, migrated). The stores of this
@@ -34,14 +42,22 @@ export class SqliteDatabase {
   readonly synchronous: 'NORMAL' | 'FULL';
   /** The versions of the migrations this open applied (empty when the schema was already current). */
   readonly appliedMigrations: readonly number[];
+  /** Who runs WAL checkpoints (`'inline'` for `:memory:`, which has no log). */
+  readonly checkpoint: SqliteCheckpointMode;
   #closed = false;
   readonly #onClose: (() => void)[] = [];
 
-  private constructor(db: BetterSqlite3.Database, path: string, synchronous: 'NORMAL' | 'FULL', appliedMigrations: readonly number[]) {
+  private constructor(db: BetterSqlite3.Database, path: string, synchronous: 'NORMAL' | 'FULL', appliedMigrations: readonly number[], checkpoint: SqliteCheckpointMode) {
     handles.set(this, db);
     this.path = path;
     this.synchronous = synchronous;
     this.appliedMigrations = appliedMigrations;
+    this.checkpoint = checkpoint;
+    if (checkpoint === 'background') {
+      const checkpointer = new BackgroundCheckpointer(db, path, (message) => process.emitWarning(`helix-agents SQLite (${path}): ${message}`, 'HelixSqliteWarning'));
+      checkpointers.set(db, checkpointer);
+      this.#onClose.push(() => checkpointer.stop());
+    }
   }
 
   /**
@@ -69,7 +85,7 @@ export class SqliteDatabase {
       db.close();
       throw AgentError.isInstance(error) ? error : openFailed(path, error);
     }
-    return new SqliteDatabase(db, path, synchronous, applied);
+    return new SqliteDatabase(db, path, synchronous, applied, memory ? 'inline' : (options.checkpoint ?? 'background'));
   }
 
   /**
@@ -79,6 +95,14 @@ export class SqliteDatabase {
    */
   get writeTransactions(): number {
     return counters.get(handleOf(this))?.count ?? 0;
+  }
+
+  /**
+   * Whether a background checkpoint thread runs now: it starts after this connection's first few hundred
+   * write transactions, and stops (checkpoints run inline again) at close or should it fail.
+   */
+  get checkpointsInBackground(): boolean {
+    return checkpointers.get(handleOf(this))?.running ?? false;
   }
 
   /** True once {@link close} ran. */
@@ -144,10 +168,16 @@ export function joinWrites(database: SqliteDatabase, participant: WriteParticipa
 export function immediate<A extends unknown[], R>(db: BetterSqlite3.Database, fn: (...args: A) => R): (...args: A) => R {
   const transaction = db.transaction(fn);
   const counter = counterOf(db);
+  const checkpointer = checkpointers.get(db);
   // better-sqlite3 types transactions through `any`; this keeps the caller's signature exact.
   return (...args: A) => {
-    if (!db.inTransaction) counter.count++;
-    return transaction.immediate(...args) as R;
+    if (db.inTransaction) return transaction.immediate(...args) as R;
+    counter.count++;
+    try {
+      return transaction.immediate(...args) as R;
+    } finally {
+      checkpointer?.afterWrite();
+    }
   };
 }
 

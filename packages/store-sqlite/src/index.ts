@@ -1,6 +1,7 @@
 /** @helix-agents/store-sqlite: the embedded default durable store (state, streams, usage) on SQLite, WAL mode. */
 export { DEFAULT_SQLITE_PATH, SqliteDatabase } from './database.js';
 export type { SqliteDatabaseOptions } from './database.js';
+export type { SqliteCheckpointMode } from './checkpointer.js';
 export { SQLITE_MIGRATIONS, SQLITE_RECORD_VERSION, SQLITE_SCHEMA_VERSION } from './migrations.js';
 export type { SqliteMigration } from './migrations.js';
 export { openSqliteStores } from './open.js';

@@ -109,10 +109,16 @@ async function claimOrphan(): Promise<boolean> {
 
 if (role === 'crash') {
   // Commits until killed; reports each commit once it resolved (stdout to a pipe is synchronous on Linux).
+  // It also says once its WAL checkpoints run in the background thread (after a few hundred commits).
   await stores.stateStore.beginRun(begin('crash', 'crash-run'));
+  let background = false;
   for (let i = 0; ; i++) {
     await stores.stateStore.commit({ sessionId: 'crash', runId: 'crash-run', epoch: 1, kind: 'step', stepIndex: i, appendMessages: rows(`c/${i}`), state: { n: i + 1 }, checkpoint: 'step', committedAt: Date.now() });
     process.stdout.write(`committed ${i}\n`);
+    if (!background && stores.database.checkpointsInBackground) {
+      background = true;
+      process.stdout.write(`background ${i}\n`);
+    }
   }
 }
 try {
