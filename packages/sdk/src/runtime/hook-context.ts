@@ -25,7 +25,7 @@ export interface HookHost {
   readonly state: unknown;
   updateState(updater: (draft: Draft<unknown>) => void, source: StateChangeSource, scope: WriteScope, toolName?: string): void;
   updateMessages(updater: (messages: Message[]) => void, scope: WriteScope): Promise<void>;
-  emit(chunk: StreamChunkInput): Promise<void>;
+  emit(chunk: StreamChunkInput): void | Promise<unknown>;
   emitNoWait(chunk: StreamChunkInput): void;
   chunkBase(): ChunkFields;
   /** The run's books: its spend and tool call counts (the run metadata of rule 203). */

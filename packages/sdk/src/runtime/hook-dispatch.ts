@@ -103,27 +103,56 @@ export class HookDispatcher {
    * and goes on, fail-run throws `hook_failed`, fail-closed throws `hook_blocked`, and block-tool turns
    * it into the chain's result through `onBlock` (beforeTool only).
    */
-  async chain<P, R>(point: HookPoint, payload: P, scope: WriteScope, interpret: (value: unknown, payload: P, entry: HookEntry) => Verdict<P, R> | Promise<Verdict<P, R>>, onBlock?: BlockOnError<R>): Promise<ChainEnd<P, R>> {
+  chain<P, R>(point: HookPoint, payload: P, scope: WriteScope, interpret: (value: unknown, payload: P, entry: HookEntry) => Verdict<P, R> | Promise<Verdict<P, R>>, onBlock?: BlockOnError<R>): ChainEnd<P, R> | Promise<ChainEnd<P, R>> {
     const entries = this.#manager.entries(point);
     if (entries.length === 0) return { payload };
     const ctx = this.context(point, scope);
+    // While every handler answers at once, allows or rewrites, and writes nothing that queues onStateChange,
+    // the chain runs to its end in this turn: no promise, no suspended frame. Anything else goes on in
+    // #chainFrom, from the handler at hand, with what was already learned of it.
     let current = payload;
-    for (const entry of entries) {
-      const outcome = await this.#invoke(entry, current, ctx);
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i] as HookEntry;
+      if (entry.timeoutMs !== undefined) return this.#chainFrom(point, entries, i, current, ctx, scope, interpret, onBlock);
+      const outcome = this.#invokeNow(entry, current, ctx);
+      if (outcome instanceof Promise || !outcome.ok) return this.#chainFrom(point, entries, i, current, ctx, scope, interpret, onBlock, { outcome });
+      const verdict = interpret(outcome.value, current, entry);
+      if (verdict instanceof Promise || this.#mustFlush(point, scope)) return this.#chainFrom(point, entries, i, current, ctx, scope, interpret, onBlock, { outcome, verdict: { value: verdict } });
+      this.#audit(entry, verdict?.decision ?? 'allow', outcome.durationMs, scope.callId, verdict?.reason);
+      if (verdict?.end !== undefined) return { payload: current, result: verdict.end };
+      if (verdict?.payload !== undefined) current = verdict.payload;
+    }
+    return { payload: current };
+  }
+
+  /**
+   * {@link chain} from handler `start` on, awaiting what must be awaited. `known` is what the caller
+   * already has of handler `start`: its outcome and maybe its verdict (a handler runs once, and its
+   * return is interpreted once).
+   */
+  async #chainFrom<P, R>(
+    point: HookPoint,
+    entries: readonly HookEntry[],
+    start: number,
+    payload: P,
+    ctx: HookContext<unknown, unknown>,
+    scope: WriteScope,
+    interpret: (value: unknown, payload: P, entry: HookEntry) => Verdict<P, R> | Promise<Verdict<P, R>>,
+    onBlock?: BlockOnError<R>,
+    known?: { readonly outcome: Invocation | Promise<Invocation>; readonly verdict?: { readonly value: Verdict<P, R> | Promise<Verdict<P, R>> } },
+  ): Promise<ChainEnd<P, R>> {
+    let current = payload;
+    for (let i = start; i < entries.length; i++) {
+      const entry = entries[i] as HookEntry;
+      const given = i === start ? known : undefined;
+      const outcome = given ? await given.outcome : entry.timeoutMs === undefined ? await this.#invokeNow(entry, current, ctx) : await this.#invoke(entry, current, ctx);
       if (!outcome.ok) {
-        if (onBlock && entry.policy === 'block-tool' && !passesThrough(outcome.error)) {
-          this.#audit(entry, 'block', outcome.durationMs, scope.callId, outcome.error.message, outcome.error.info);
-          if (this.#mustFlush(point, scope)) await this.flushStateChanges(scope);
-          return { payload: current, result: onBlock(outcome.error, entry, outcome.durationMs) };
-        }
-        // The policy first: a handler whose error ends the run announces no write (its changes are dropped).
-        this.#onErrorDropping(entry, outcome, scope);
-        if (this.#mustFlush(point, scope)) await this.flushStateChanges(scope);
+        const blocked = await this.#onFailed(point, entry, outcome, scope, onBlock);
+        if (blocked) return { payload: current, result: blocked.result };
         continue;
       }
       // An interpret step may have to wait (a schema that validates asynchronously); most answer at once.
-      const interpreted = interpret(outcome.value, current, entry);
-      const verdict = interpreted instanceof Promise ? await interpreted : interpreted;
+      const verdict = await (given?.verdict ? given.verdict.value : interpret(outcome.value, current, entry));
       this.#audit(entry, verdict?.decision ?? 'allow', outcome.durationMs, scope.callId, verdict?.reason);
       if (this.#mustFlush(point, scope)) await this.flushStateChanges(scope);
       if (verdict?.end !== undefined) return { payload: current, result: verdict.end };
@@ -132,9 +161,26 @@ export class HookDispatcher {
     return { payload: current };
   }
 
-  /** Runs a point whose return values are ignored, each handler under its policy. */
-  async fire<P extends HookPoint>(point: P, payload: Parameters<NonNullable<AgentHooks[P]>>[0], scope: WriteScope): Promise<void> {
-    await this.chain(point, payload, scope, ignore);
+  /**
+   * A handler that threw or timed out, under its policy: block-tool (beforeTool only) ends the chain with
+   * `onBlock`'s result; the other policies log and go on, or throw.
+   */
+  async #onFailed<R>(point: HookPoint, entry: HookEntry, outcome: Extract<Invocation, { ok: false }>, scope: WriteScope, onBlock?: BlockOnError<R>): Promise<{ readonly result: R } | undefined> {
+    if (onBlock && entry.policy === 'block-tool' && !passesThrough(outcome.error)) {
+      this.#audit(entry, 'block', outcome.durationMs, scope.callId, outcome.error.message, outcome.error.info);
+      if (this.#mustFlush(point, scope)) await this.flushStateChanges(scope);
+      return { result: onBlock(outcome.error, entry, outcome.durationMs) };
+    }
+    // The policy first: a handler whose error ends the run announces no write (its changes are dropped).
+    this.#onErrorDropping(entry, outcome, scope);
+    if (this.#mustFlush(point, scope)) await this.flushStateChanges(scope);
+    return undefined;
+  }
+
+  /** Runs a point whose return values are ignored, each handler under its policy; returns a promise only when it has to wait. */
+  fire<P extends HookPoint>(point: P, payload: Parameters<NonNullable<AgentHooks[P]>>[0], scope: WriteScope): void | Promise<void> {
+    const end = this.chain(point, payload, scope, ignore);
+    return end instanceof Promise ? end.then(ignore) : undefined;
   }
 
   /** Runs an observe-only point: every error is logged and the next handler still runs; its writes are not kept. */
@@ -220,6 +266,22 @@ export class HookDispatcher {
     }
   }
 
+  /** Calls a handler without a timeout; an answer that is not a promise comes back at once, without a promise of its own. */
+  #invokeNow(entry: HookEntry, payload: unknown, ctx: HookContext<unknown, unknown>): Invocation | Promise<Invocation> {
+    const started = performance.now();
+    let value: unknown;
+    try {
+      value = (entry.handler as Handler)(payload, ctx);
+    } catch (error) {
+      return { ok: false, error: asHookError(entry.point, error), durationMs: performance.now() - started };
+    }
+    if (!isThenable(value)) return { ok: true, value, durationMs: performance.now() - started };
+    return Promise.resolve(value).then(
+      (settled: unknown): Invocation => ({ ok: true, value: settled, durationMs: performance.now() - started }),
+      (error: unknown): Invocation => ({ ok: false, error: asHookError(entry.point, error), durationMs: performance.now() - started }),
+    );
+  }
+
   /** Calls one handler, bounded by its timeout; a throw or a timeout comes back as a failed invocation. */
   async #invoke(entry: HookEntry, payload: unknown, ctx: HookContext<unknown, unknown>): Promise<Invocation> {
     const started = performance.now();
@@ -295,4 +357,9 @@ export class HookDispatcher {
 
 function ignore(): undefined {
   return undefined;
+}
+
+/** True for a promise or any other object with a `then` method (what `await` would wait for). */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }

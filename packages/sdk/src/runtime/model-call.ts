@@ -6,7 +6,7 @@ import type { AssistantMessage, Message } from '../messages.js';
 import { afterLLMCallOnThrow, reportRetriedAttempt } from './attempt-reports.js';
 import { crashPoint } from './crash-points.js';
 import type { HookEntry } from '../hooks/manager.js';
-import type { Verdict, WriteScope } from './hook-dispatch.js';
+import type { ChainEnd, Verdict, WriteScope } from './hook-dispatch.js';
 import { modelReplyRecord } from './journal-records.js';
 import { STEP_OWNER, type Run } from './run.js';
 import { sleep } from './sleep.js';
@@ -77,7 +77,8 @@ export async function callModel(run: Run, adapter: LLMAdapter, warned: Set<strin
     const onErrorFailure = plan.kind === 'retry' && !result.ok ? await reportRetriedAttempt(run, warned, result.error, attempt, retries.maxAttempts) : undefined;
     if (run.hooks.has('afterLLMCall')) {
       const payload = { result, plan, durationMs, model: result.model, attempt, ...(result.usage === undefined ? {} : { usage: result.usage }), ...(result.ok ? {} : { error: result.error }), ...(onErrorFailure ? { onErrorFailure } : {}) };
-      await run.hooks.fire('afterLLMCall', payload, scope);
+      const fired = run.hooks.fire('afterLLMCall', payload, scope);
+      if (fired) await fired;
     }
     if (budgetError) throw budgetError;
     if (result.ok) return result;
@@ -94,8 +95,12 @@ async function attemptOnce(run: Run, adapter: LLMAdapter, attempt: number, scope
   const systemPrompt = typeof agent.systemPrompt === 'function' ? agent.systemPrompt(run.state) : agent.systemPrompt;
   const messages = run.work.messages;
   let request: ModelRequest = { messages, systemPrompt, tools: agent.llmTools };
-  if (run.hooks.has('beforeLLMCall')) request = await beforeLLMCallChain(run, new LLMCallPayload(messages, systemPrompt, agent, run.setup.model, attempt), scope, request);
-  await run.emit({ type: 'step_start', stepIndex, attempt, ...run.chunkBase() });
+  if (run.hooks.has('beforeLLMCall')) {
+    const chained = beforeLLMCallChain(run, new LLMCallPayload(messages, systemPrompt, agent, run.setup.model, attempt), scope, request);
+    request = chained instanceof Promise ? await chained : chained;
+  }
+  const started = run.emit({ type: 'step_start', stepIndex, attempt, ...run.chunkBase() });
+  if (started) await started;
   crashPoint('in_model_call');
   const timeout = config.timeoutMs === undefined ? undefined : AbortSignal.timeout(config.timeoutMs);
   const abortSignal = timeout ? AbortSignal.any([run.signal, timeout]) : run.signal;
@@ -145,8 +150,13 @@ function interpretBeforeLLMCall(value: unknown, payload: LLMCallPayload, entry: 
  * sees it); the first `{ block }` fails the run with `hook_blocked` and no model call is made. A throw
  * follows the handler's policy (fail-closed also gives `hook_blocked`).
  */
-async function beforeLLMCallChain(run: Run, payload: LLMCallPayload, scope: WriteScope, request: ModelRequest): Promise<ModelRequest> {
-  const end = await run.hooks.chain('beforeLLMCall', payload, scope, interpretBeforeLLMCall);
+function beforeLLMCallChain(run: Run, payload: LLMCallPayload, scope: WriteScope, request: ModelRequest): ModelRequest | Promise<ModelRequest> {
+  const end = run.hooks.chain('beforeLLMCall', payload, scope, interpretBeforeLLMCall);
+  return end instanceof Promise ? end.then((settled) => requestAfter(settled, payload, request)) : requestAfter(end, payload, request);
+}
+
+/** The attempt's request after the beforeLLMCall chain: its rewrite, or the chain's block as `hook_blocked`. */
+function requestAfter(end: ChainEnd<LLMCallPayload, { reason: string; name: string }>, payload: LLMCallPayload, request: ModelRequest): ModelRequest {
   if (end.result !== undefined) {
     const { reason, name } = end.result;
     throw new HookError('hook_blocked', `The model call was blocked by an agent hook: ${reason}`, {

@@ -186,7 +186,7 @@ export async function suspend(run: Run, pending: readonly PendingCall[], countsS
  * (a stream write, a hook's write flushed through onStateChange) is logged, never turned into a second
  * terminal hook.
  */
-async function afterCommit(run: Run, work: () => Promise<unknown>): Promise<void> {
+async function afterCommit(run: Run, work: () => unknown): Promise<void> {
   try {
     await work();
   } catch (error) {

@@ -240,12 +240,16 @@ export class Run implements HookHost {
 
   /**
    * Writes a chunk. A terminal chunk is written and waited for; any other is queued when the writer can
-   * queue (a durable store then writes it with the step's commit), else written and waited for.
+   * queue (a durable store then writes it with the step's commit), else written and waited for. Returns a
+   * promise only when there is something to wait for (a queued chunk returns at once).
    */
-  async emit(chunk: StreamChunkInput): Promise<void> {
+  emit(chunk: StreamChunkInput): void | Promise<unknown> {
     const writer = this.setup.writer;
-    if (writer.queue !== undefined && !TERMINAL_TYPES.has(chunk.type)) writer.queue(chunk);
-    else await writer.write(chunk);
+    if (writer.queue !== undefined && !TERMINAL_TYPES.has(chunk.type)) {
+      writer.queue(chunk);
+      return undefined;
+    }
+    return writer.write(chunk);
   }
 
   /** Writes a chunk without waiting (writers apply writes in call order); a failure is logged. */

@@ -78,7 +78,7 @@ export async function runSubAgent(run: Run, tool: ToolDefinition, call: ToolCall
   const subCall: SubAgentCall = { id: call.id, toolName: tool.name, input: call.arguments, agentType: spec.agentType };
   const agentConfig = spec.kind === 'local' ? spec.agent : undefined;
   const subSessionId = childSessionId(parentSessionId, call.id);
-  const { attach, spawned } = mode === 'attach' ? { attach: true, spawned: { subSessionId } } : await spawn(run, spec, call, depth, scope, () => run.hooks.fire('beforeSubAgent', { call: subCall, agentConfig, parentSessionId }, scope));
+  const { attach, spawned } = mode === 'attach' ? { attach: true, spawned: { subSessionId } } : await spawn(run, spec, call, depth, scope, async () => run.hooks.fire('beforeSubAgent', { call: subCall, agentConfig, parentSessionId }, scope));
   const startedAt = performance.now();
   const handle = spec.kind === 'remote' ? remoteChildHandle(spec, spawned, run.setup.logger) : await startLocalChild(run, children, spec, call, depth, attach);
   // A remote child is not let go at shutdown (no local run of it ends to resume the parent): the parent is handed off instead.

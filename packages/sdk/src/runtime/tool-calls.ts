@@ -242,7 +242,8 @@ function isOutcome(value: CallRun | ToolOutcome): value is ToolOutcome {
 /** The result is recorded (or needs no record): tool_end and the call's usage. */
 async function announce(run: Run, tool: ToolDefinition, call: ToolCall, ran: CallRun): Promise<ToolOutcome> {
   const { record } = ran;
-  await run.emit(ran.end);
+  const ended = run.emit(ran.end);
+  if (ended) await ended;
   pushToolUsage(run, tool, call.id, record.success, record.durationMs);
   return { call, stopped: false, ...(record.finishOutput ? { finishOutput: record.finishOutput } : {}) };
 }
@@ -283,7 +284,8 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
 
 /** tool_start, the body, onStateChange*, onMessage(result), the afterTool chain; the tool_end chunk to write once the result is recorded. */
 async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode): Promise<CallRun | ToolOutcome> {
-  await run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: call.arguments, ...run.chunkBase() });
+  const started = run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: call.arguments, ...run.chunkBase() });
+  if (started) await started;
   const startedAt = performance.now();
   run.books.countToolCall(tool.name);
   const body = await callBody(run, tool, call, scope, mode);

@@ -3,7 +3,7 @@ import { agentErrorFromInfo, ToolError, type AgentError, type AgentErrorInfo } f
 import type { HookEntry } from '../hooks/manager.js';
 import type { AfterToolPayload, AfterToolResult, BeforeToolResult } from '../hooks/types.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
-import type { Verdict, WriteScope } from './hook-dispatch.js';
+import type { ChainEnd, Verdict, WriteScope } from './hook-dispatch.js';
 import { jsonLongerThan, toolResultTooLarge } from './limits.js';
 import { checkSchema, type SchemaCheck } from '../tool-schema.js';
 import type { Run } from './run.js';
@@ -35,7 +35,8 @@ export async function recordResult(run: Run, payload: AfterToolPayload, row: Too
  * stored (so an afterTool hook that offloads can shrink it first): the row as rewritten, or the size error.
  */
 async function rewrittenRow(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): Promise<RecordedResult> {
-  const rewritten = await afterToolChain(run, payload, scope);
+  const chained = afterToolChain(run, payload, scope);
+  const rewritten = chained instanceof Promise ? await chained : chained;
   let message = rewritten ? { ...row, content: rewritten.result ?? null } : row;
   const max = run.setup.limits.maxToolResultChars;
   const size = jsonLongerThan(message.content, max);
@@ -77,11 +78,21 @@ function interpretBeforeTool(value: unknown, payload: BeforeToolCall, entry: Hoo
  * block wins; `{ input }` replaces the whole input and is validated again. A throw follows the
  * handler's policy; under `block-tool` it blocks the call with the error as the reason.
  */
-export async function beforeToolChain(run: Run, tool: ToolDefinition, call: ToolCall, validated: unknown, scope: WriteScope): Promise<{ readonly input: unknown; readonly blocked?: AgentError }> {
+export function beforeToolChain(run: Run, tool: ToolDefinition, call: ToolCall, validated: unknown, scope: WriteScope): BeforeToolEnd | Promise<BeforeToolEnd> {
   if (!run.hooks.has('beforeTool')) return { input: validated };
   const payload: BeforeToolCall = { toolCall: { id: call.id, name: call.name, arguments: validated }, tool };
-  const end = await run.hooks.chain('beforeTool', payload, scope, interpretBeforeTool, (error, entry) => blockedError(tool, entry.name, error.message, true));
-  return { input: end.payload.toolCall.arguments, ...(end.result === undefined ? {} : { blocked: end.result }) };
+  const end = run.hooks.chain('beforeTool', payload, scope, interpretBeforeTool, (error, entry) => blockedError(tool, entry.name, error.message, true));
+  return end instanceof Promise ? end.then(beforeToolEnd) : beforeToolEnd(end);
+}
+
+/** What the beforeTool chain leaves: the input to run the tool with, or the error that blocks the call. */
+export interface BeforeToolEnd {
+  readonly input: unknown;
+  readonly blocked?: AgentError;
+}
+
+function beforeToolEnd(end: ChainEnd<BeforeToolCall, AgentError>): BeforeToolEnd {
+  return end.result === undefined ? { input: end.payload.toolCall.arguments } : { input: end.payload.toolCall.arguments, blocked: end.result };
 }
 
 function blockedError(tool: ToolDefinition, hookName: string, reason: string, threw: boolean): AgentError {
@@ -121,9 +132,10 @@ function interpretAfterTool(value: unknown, payload: AfterToolPayload): Verdict<
 }
 
 /** The afterTool chain: `{ result }` replaces the result for later handlers, the model and the commit. */
-async function afterToolChain(run: Run, payload: AfterToolPayload, scope: WriteScope): Promise<AfterToolResult | undefined> {
+function afterToolChain(run: Run, payload: AfterToolPayload, scope: WriteScope): AfterToolResult | undefined | Promise<AfterToolResult | undefined> {
   if (!run.hooks.has('afterTool')) return undefined;
-  const end = await run.hooks.chain('afterTool', payload, scope, interpretAfterTool);
-  return end.payload === payload ? undefined : { result: end.payload.result };
+  const end = run.hooks.chain('afterTool', payload, scope, interpretAfterTool);
+  const rewrite = (settled: ChainEnd<AfterToolPayload, unknown>): AfterToolResult | undefined => (settled.payload === payload ? undefined : { result: settled.payload.result });
+  return end instanceof Promise ? end.then(rewrite) : rewrite(end);
 }
 
