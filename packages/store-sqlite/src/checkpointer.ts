@@ -25,8 +25,10 @@ const RESTART_WAIT_MS = 2_000;
 /** How long the worker sleeps when there is nothing to copy (ms). */
 const IDLE_MS = 20;
 
-// The shared word: the connection's write transactions so far.
+// The shared words: the connection's write transactions so far, and 1 while the worker's connection is
+// open (read without waiting for a message: a writer that only awaits microtasks never sees one).
 const WRITES = 0;
+const ALIVE = 1;
 
 // The worker is plain CommonJS, evaluated from this string, so it runs the same from the sources and from
 // the build, with no loader of its own. Each round is one passive checkpoint (it never waits for a lock),
@@ -46,6 +48,7 @@ try {
   parentPort.postMessage({ failed: String(error && error.message || error) });
   process.exit(0);
 }
+Atomics.store(shared, ${ALIVE}, 1);
 let timer;
 let seen = -1;
 let copied = -1;
@@ -73,10 +76,10 @@ parentPort.on('message', (message) => {
   if (message !== 'close') return;
   clearTimeout(timer);
   clearImmediate(timer);
+  Atomics.store(shared, ${ALIVE}, 0);
   try { db.close(); } catch {}
   parentPort.close();
 });
-parentPort.postMessage({ started: true });
 round();
 `;
 
@@ -94,9 +97,8 @@ export class BackgroundCheckpointer {
   readonly #db: BetterSqlite3.Database;
   readonly #path: string;
   readonly #warn: (message: string) => void;
-  readonly #shared = new Int32Array(new SharedArrayBuffer(4));
+  readonly #shared = new Int32Array(new SharedArrayBuffer(8));
   #worker: Worker | undefined;
-  #started = false;
   #writes = 0;
   #stopped = false;
 
@@ -108,7 +110,7 @@ export class BackgroundCheckpointer {
 
   /** Whether the worker thread runs (and the connection's automatic checkpoint is off). */
   get running(): boolean {
-    return !this.#stopped && this.#started;
+    return !this.#stopped && Atomics.load(this.#shared, ALIVE) === 1;
   }
 
   /** Called after each write transaction of the connection. */
@@ -136,9 +138,8 @@ export class BackgroundCheckpointer {
     this.#worker = worker;
     this.#db.pragma('wal_autocheckpoint = 0');
     // After stop() (the connection closed), what the thread says no longer matters: its file may be gone.
-    worker.on('message', (message: { started?: boolean; failed?: string; warn?: string }) => {
+    worker.on('message', (message: { failed?: string; warn?: string }) => {
       if (this.#stopped) return;
-      if (message.started === true) this.#started = true;
       if (message.warn !== undefined) this.#warn(`a background WAL checkpoint failed: ${message.warn}`);
       if (message.failed !== undefined) {
         this.#warn(`the WAL checkpoint thread could not open the database (${message.failed}); checkpoints run inline`);
