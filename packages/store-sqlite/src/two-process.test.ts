@@ -58,6 +58,11 @@ function crashAfter(path: string, afterBackground: number): Promise<number[]> {
         if (line.startsWith('background ')) backgroundAt = reported.length;
       }
       if (backgroundAt !== undefined && reported.length >= backgroundAt + afterBackground && proc.exitCode === null && !proc.killed) proc.kill('SIGKILL');
+      // A child whose checkpoint thread never starts is not left committing forever.
+      if (backgroundAt === undefined && reported.length > 5_000 && !proc.killed) {
+        proc.kill('SIGKILL');
+        reject(new Error('the crash child never reported its checkpoint thread running'));
+      }
     });
     proc.stderr.on('data', (data: Buffer) => (err += data.toString()));
     proc.on('error', reject);
