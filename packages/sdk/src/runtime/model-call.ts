@@ -272,7 +272,8 @@ export async function modelReply(run: Run, adapter: LLMAdapter, warned: Set<stri
 /** The model call and its reply's row (onMessage fires for it). */
 async function askModel(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
   const reply = await callModel(run, adapter, warned, scope);
-  await run.appendMessage(assistantMessage(reply), scope);
+  const appended = run.appendMessage(assistantMessage(reply), scope);
+  if (appended instanceof Promise) await appended;
   return reply;
 }
 

@@ -153,7 +153,7 @@ async function endOnError(run: Run, error: unknown, progress: Progress): Promise
     // in the conversation; it is a row like any other, so onMessage fires for it (errors logged: the run is failing already).
     const note = blockNote(agentError);
     if (note !== undefined) {
-      await run.appendMessage({ role: 'system', content: note }, run.runScope).catch((hookError: unknown) => {
+      await (async () => run.appendMessage({ role: 'system', content: note }, run.runScope))().catch((hookError: unknown) => {
         run.setup.logger.warn(`onMessage for the block note threw: ${hookError instanceof Error ? hookError.message : String(hookError)}`, { runId: run.setup.runId });
       });
     }

@@ -165,10 +165,16 @@ export class Run implements HookHost {
     for (let i = before; i < draft.length; i++) await this.appendMessage(draft[i] as Message, scope);
   }
 
-  /** Appends a row and (unless replaying) fires onMessage for it; returns its index. */
-  async appendMessage(message: Message, scope: WriteScope = this.runScope, fireHooks = true): Promise<number> {
+  /**
+   * Appends a row and (unless replaying) fires onMessage for it; returns its index, or a promise of it when
+   * an onMessage handler has to be waited for.
+   */
+  appendMessage(message: Message, scope: WriteScope = this.runScope, fireHooks = true): number | Promise<number> {
     const messageIndex = this.work.append(message);
-    if (fireHooks && this.hooks.has('onMessage')) await this.hooks.fire('onMessage', { message, messageIndex }, scope);
+    if (fireHooks && this.hooks.has('onMessage')) {
+      const fired = this.hooks.fire('onMessage', { message, messageIndex }, scope);
+      if (fired) return fired.then(() => messageIndex);
+    }
     return messageIndex;
   }
 
@@ -199,7 +205,7 @@ export class Run implements HookHost {
     });
     this.work.committed();
     if (atomicUsage) this.books.takeUsage();
-    else await this.flushUsage();
+    else if (this.books.pendingUsage.length > 0) await this.flushUsage();
     if (fields.kind === 'step' && fields.stepIndex !== undefined) {
       const held = this.recorder.stepCommitted(fields.stepIndex);
       if (held) await held;

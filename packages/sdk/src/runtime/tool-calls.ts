@@ -302,7 +302,7 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
     if (out.ok) finishOutput = { value: out.value, via: 'finish_with' };
     else error = new ToolError('tool_invalid_output', `Tool "${tool.name}" finishes the run, but its result does not match the agent's outputSchema:\n${out.message}`, { details: { tool: tool.name } });
   }
-  await run.hooks.flushStateChanges(scope);
+  if (scope.changes.length > 0) await run.hooks.flushStateChanges(scope);
   const success = error === undefined;
   const stub = body.stubbed === true ? { stubbed: true } : {};
   const row = error ? { ...errorResult(call, error.info), ...stub } : { role: 'tool' as const, toolCallId: call.id, toolName: tool.name, content: result ?? null, ...stub };

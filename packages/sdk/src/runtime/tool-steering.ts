@@ -24,7 +24,8 @@ export async function recordResult(run: Run, payload: AfterToolPayload, row: Too
     await run.appendMessage(recorded.message, scope);
     return recorded;
   }
-  const messageIndex = await run.appendMessage(row, scope);
+  const appended = run.appendMessage(row, scope);
+  const messageIndex = appended instanceof Promise ? await appended : appended;
   const recorded = await rewrittenRow(run, payload, row, scope);
   if (recorded.message !== row) run.work.replace(messageIndex, recorded.message);
   return recorded;
