@@ -1,14 +1,22 @@
 import { getEventListeners } from 'node:events';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
-import { AgentError, defineAgent, defineTool, InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, silentLogger } from '../index.js';
+import { AgentError, createInProcessAgentClient, defineAgent, defineTool, InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, silentLogger, type AgentHandle, type AgentRuntime } from '../index.js';
 import { createGate, createScriptedModel } from '../testing/index.js';
 
 function adder(steps: number) {
   const add = defineTool({ name: 'add', description: 'adds', inputSchema: z.object({ a: z.number() }), execute: ({ a }) => a + 1 });
   const call = { toolCalls: [{ name: 'add', args: { a: 1 } }], usage: { inputTokens: 10, outputTokens: 2 } };
   return defineAgent({ name: 'adder', llmConfig: { model: createScriptedModel([...Array.from({ length: steps - 1 }, () => call), { text: 'done', usage: { inputTokens: 10, outputTokens: 1 } }]) }, tools: [add], maxSteps: steps + 1 });
+}
+
+/** V8's full collection, exposed at run time (vitest's workers do not start with --expose-gc). */
+function collector(): () => void {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
 }
 
 describe('retention: deleting sessions and keeping fewer checkpoints', () => {
@@ -171,5 +179,34 @@ describe('retention: deleting sessions and keeping fewer checkpoints', () => {
     shared.abort();
     gate.open();
     expect((await handle.result()).status).toBe('interrupted');
+  });
+
+  it('the in-process agent client lets go of a run once its result was read: 20 finished runs are all collectable', async () => {
+    const gc = collector();
+    const executor = new JSAgentExecutor(new InMemoryStateStore(), new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger });
+    // The runtime the client serves, with a weak reference to every handle it hands out.
+    const handles: WeakRef<AgentHandle>[] = [];
+    const runtime = Object.create(executor) as AgentRuntime;
+    runtime.execute = async (...args: Parameters<AgentRuntime['execute']>) => {
+      const handle = await executor.execute(...args);
+      handles.push(new WeakRef(handle));
+      return handle;
+    };
+    const agent = defineAgent({ name: 'echo', llmConfig: { model: createScriptedModel([{ text: 'hi' }], { loop: true }) } });
+    const client = createInProcessAgentClient(runtime, [agent]);
+    for (let i = 0; i < 20; i++) {
+      const ref = await client.start({ agentType: agent.name, input: 'go', idempotencyKey: `key-${i}`, parentSessionId: 'parent' });
+      expect((await client.result(ref)).status).toBe('completed');
+      // A second wait (after a reconnect) still answers, from the store.
+      expect((await client.result(ref)).status).toBe('completed');
+      await executor.deleteSession(ref.sessionId);
+    }
+    expect(handles).toHaveLength(20);
+    // WeakRefs read in this job stay alive until it ends: collect in a later one.
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    expect(handles.filter((h) => h.deref() !== undefined)).toHaveLength(0);
   });
 });
