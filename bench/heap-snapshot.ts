@@ -162,7 +162,7 @@ export interface HeapDiff {
   /** The total own size of all nodes, before and after, in bytes. */
   readonly totalBefore: number;
   readonly totalAfter: number;
-  /** Net bytes (new minus gone) by category. */
+  /** Net bytes (new minus gone, plus what objects that live on grew in place) by category: they add up to totalAfter - totalBefore. */
   readonly byCategory: Record<HeapCategory, number>;
   /** Program data, net bytes and count by type and constructor, largest first. */
   readonly programData: readonly { readonly label: string; readonly bytes: number; readonly count: number }[];
@@ -207,7 +207,16 @@ export function diffHeapSnapshots(beforePath: string, afterPath: string, idPatte
   const top = big.slice(0, 10);
   const held = after.holders(top);
   const reachBefore = before.programData();
-  for (let i = 0; i < before.count; i++) if (!idsAfter.has(before.id[i]!)) tally(before, reachBefore, i, -1);
+  const sizeBefore = new Map<number, number>();
+  for (let i = 0; i < before.count; i++) {
+    if (!idsAfter.has(before.id[i]!)) tally(before, reachBefore, i, -1);
+    else sizeBefore.set(before.id[i]!, before.size[i]!);
+  }
+  // An object that lives on may have grown or shrunk in place (an array trimmed, a string flattened).
+  for (let i = 0; i < after.count; i++) {
+    const was = sizeBefore.get(after.id[i]!);
+    if (was !== undefined && was !== after.size[i]) byCategory[after.category(i, reachAfter)] += after.size[i]! - was;
+  }
   const sum = (s: Snapshot): number => s.size.reduce((a, b) => a + b, 0);
   return {
     totalBefore: sum(before),

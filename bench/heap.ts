@@ -1,14 +1,15 @@
 // What a process retains after runs whose sessions are deleted (issue 17, item 5), measured two ways, each
 // repetition in a fresh child process with --expose-gc:
-// - warm: 200 runs (sessions deleted) before the "before" figure, so compiled code, feedback and hidden
-//   classes exist already, then 1,000 runs: what the heap keeps of finished work;
+// - warm: 1,000 runs (sessions deleted; 20,000 steps, the warm-up of bench/loop.ts) before the "before"
+//   figure, so compiled code, feedback and hidden classes exist already, then 1,000 runs: what the heap
+//   keeps of finished work;
 // - from one run (the method of bench/loop.ts before): 1 run, then 1,000: finished work plus what the JIT
 //   builds meanwhile.
 // Each figure is `heapUsed` after two full collections, after minus before. With --snapshot, one more child
 // per method writes a V8 heap snapshot before and after and prints their difference by category
 // (bench/heap-snapshot.ts): compiled code, feedback and inline caches, hidden classes, objects only those
 // hold, and program data (where records, ids, Map entries or listeners of finished runs would be).
-// Run: npm run bench:heap   (options: --reps 5 --runs 1000 --warmup 200 --steps 20 --snapshot)
+// Run: npm run bench:heap   (options: --reps 5 --runs 1000 --warmup 1000 --steps 20 --snapshot --warm-only)
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,7 +25,7 @@ function arg(name: string, fallback: number): number {
 
 const REPS = arg('reps', 5);
 const RUNS = arg('runs', 1000);
-const WARMUP = arg('warmup', 200);
+const WARMUP = arg('warmup', 1000);
 const STEPS = arg('steps', 20);
 const child = process.argv.indexOf('--child');
 /** Session ids of the workload (`heap-N`) and run ids (UUIDs): a new one in the "after" snapshot is a finished run still held. */
@@ -50,7 +51,7 @@ if (child >= 0) {
     execFileSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1]!, ...process.argv.slice(2), '--child', String(warmupRuns), ...extra], { encoding: 'utf8', maxBuffer: 1 << 24 });
   const methods = [
     { name: `warm (${WARMUP} runs first)`, warmupRuns: WARMUP },
-    { name: 'from one run', warmupRuns: 1 },
+    ...(process.argv.includes('--warm-only') ? [] : [{ name: 'from one run', warmupRuns: 1 }]),
   ];
   const figures = new Map(methods.map((m) => [m.name, [] as number[]]));
   for (let rep = 0; rep < REPS; rep++) {

@@ -187,15 +187,15 @@ describe('retention: deleting sessions and keeping fewer checkpoints', () => {
     // The runtime the client serves, with a weak reference to every handle it hands out.
     const handles: WeakRef<AgentHandle>[] = [];
     const runtime = Object.create(executor) as AgentRuntime;
-    runtime.execute = async (...args: Parameters<AgentRuntime['execute']>) => {
+    runtime.execute = (async (...args: Parameters<AgentRuntime['execute']>) => {
       const handle = await executor.execute(...args);
       handles.push(new WeakRef(handle));
       return handle;
-    };
+    }) as AgentRuntime['execute'];
     const agent = defineAgent({ name: 'echo', llmConfig: { model: createScriptedModel([{ text: 'hi' }], { loop: true }) } });
     const client = createInProcessAgentClient(runtime, [agent]);
     for (let i = 0; i < 20; i++) {
-      const ref = await client.start({ agentType: agent.name, input: 'go', idempotencyKey: `key-${i}`, parentSessionId: 'parent' });
+      const ref = await client.start({ agentType: agent.name, input: 'go', idempotencyKey: `key-${i}`, parentSessionId: 'parent', parentToolCallId: `call-${i}`, depth: 1 });
       expect((await client.result(ref)).status).toBe('completed');
       // A second wait (after a reconnect) still answers, from the store.
       expect((await client.result(ref)).status).toBe('completed');
