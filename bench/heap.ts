@@ -4,7 +4,9 @@
 //   figure, so compiled code, feedback and hidden classes exist already, then 1,000 runs: what the heap
 //   keeps of finished work;
 // - from one run (the method of bench/loop.ts before): 1 run, then 1,000: finished work plus what the JIT
-//   builds meanwhile.
+//   builds meanwhile;
+// - warm, one abortSignal: as warm, every run given the same `abortSignal` (a server's shutdown signal):
+//   a run's listener on it must not outlive the run.
 // Each figure is `heapUsed` after two full collections, after minus before. With --snapshot, one more child
 // per method writes a V8 heap snapshot before and after and prints their difference by category
 // (bench/heap-snapshot.ts): compiled code, feedback and inline caches, hidden classes, objects only those
@@ -34,39 +36,45 @@ const mb = (bytes: number): string => `${bytes >= 0 ? '+' : ''}${(bytes / (1024 
 
 if (child >= 0) {
   const warmupRuns = Number(process.argv[child + 1]);
+  const shared = process.argv.includes('--with-shared-signal') ? { abortSignal: new AbortController().signal } : {};
   if (process.argv.includes('--with-snapshot')) {
     const dir = mkdtempSync(join(tmpdir(), 'helix-heap-'));
     try {
       const path = (moment: string): string => join(dir, `${moment}.heapsnapshot`);
-      const heapMb = await retainedHeapMb(RUNS, STEPS, false, undefined, { warmupRuns, onCollected: (moment) => writeHeapSnapshot(path(moment)) });
+      const heapMb = await retainedHeapMb(RUNS, STEPS, false, undefined, { ...shared, warmupRuns, onCollected: (moment) => writeHeapSnapshot(path(moment)) });
       process.stdout.write(JSON.stringify({ heapMb, diff: diffHeapSnapshots(path('before'), path('after'), ID_PATTERN) }));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   } else {
-    process.stdout.write(JSON.stringify({ heapMb: await retainedHeapMb(RUNS, STEPS, false, undefined, { warmupRuns }) }));
+    process.stdout.write(JSON.stringify({ heapMb: await retainedHeapMb(RUNS, STEPS, false, undefined, { ...shared, warmupRuns }) }));
   }
 } else {
   const spawn = (warmupRuns: number, extra: string[] = []): string =>
     execFileSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1]!, ...process.argv.slice(2), '--child', String(warmupRuns), ...extra], { encoding: 'utf8', maxBuffer: 1 << 24 });
-  const methods = [
+  const methods: { name: string; warmupRuns: number; extra?: string[] }[] = [
     { name: `warm (${WARMUP} runs first)`, warmupRuns: WARMUP },
-    ...(process.argv.includes('--warm-only') ? [] : [{ name: 'from one run', warmupRuns: 1 }]),
+    ...(process.argv.includes('--warm-only')
+      ? []
+      : [
+          { name: 'from one run', warmupRuns: 1 },
+          { name: 'warm, one abortSignal', warmupRuns: WARMUP, extra: ['--with-shared-signal'] },
+        ]),
   ];
   const figures = new Map(methods.map((m) => [m.name, [] as number[]]));
   for (let rep = 0; rep < REPS; rep++) {
-    for (const method of methods) figures.get(method.name)!.push((JSON.parse(spawn(method.warmupRuns)) as { heapMb: number }).heapMb);
+    for (const method of methods) figures.get(method.name)!.push((JSON.parse(spawn(method.warmupRuns, method.extra)) as { heapMb: number }).heapMb);
     process.stderr.write(`round ${rep + 1}/${REPS} done\n`);
   }
   console.log(`\nRetained heap (heapUsed after two full collections) over ${RUNS} runs of ${STEPS} steps, each session deleted after its run; ${REPS} processes per method. Node ${process.version}`);
   for (const method of methods) {
     const values = figures.get(method.name)!;
     const sorted = [...values].sort((a, b) => a - b);
-    console.log(`${method.name.padEnd(22)} median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(3)} MB, min ${sorted[0]!.toFixed(3)}, max ${sorted.at(-1)!.toFixed(3)}  (${values.map((v) => v.toFixed(3)).join(', ')})`);
+    console.log(`${method.name.padEnd(24)} median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(3)} MB, min ${sorted[0]!.toFixed(3)}, max ${sorted.at(-1)!.toFixed(3)}  (${values.map((v) => v.toFixed(3)).join(', ')})`);
   }
   if (process.argv.includes('--snapshot')) {
     for (const method of methods) {
-      const { heapMb, diff } = JSON.parse(spawn(method.warmupRuns, ['--with-snapshot'])) as { heapMb: number; diff: ReturnType<typeof diffHeapSnapshots> };
+      const { heapMb, diff } = JSON.parse(spawn(method.warmupRuns, [...(method.extra ?? []), '--with-snapshot'])) as { heapMb: number; diff: ReturnType<typeof diffHeapSnapshots> };
       console.log(`\nHeap snapshots, ${method.name} (heapUsed ${heapMb.toFixed(3)} MB in this process; snapshot total ${mb(diff.totalAfter - diff.totalBefore)}):`);
       for (const category of HEAP_CATEGORIES) console.log(`  ${category.padEnd(28)} ${mb(diff.byCategory[category]).padStart(12)}`);
       console.log(`  program data by type and constructor (net bytes, net count):`);

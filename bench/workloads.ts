@@ -276,6 +276,8 @@ export interface RetainedHeapOptions {
    * feedback and hidden classes exist already. Default 1.
    */
   readonly warmupRuns?: number;
+  /** One signal passed to every run's execute (as a server-wide shutdown signal would be). */
+  readonly abortSignal?: AbortSignal;
   /** Called after the full collection before and after the measured runs (bench/heap.ts writes a heap snapshot there). */
   readonly onCollected?: (moment: 'before' | 'after') => void;
 }
@@ -300,7 +302,7 @@ export async function retainedHeapMb(runs: number, steps: number, keep: boolean,
   let next = 0;
   const once = async (): Promise<void> => {
     const sessionId = `heap-${next++}`;
-    const handle = await bench.executor.execute(bench.agent, 'go', { sessionId });
+    const handle = await bench.executor.execute(bench.agent, 'go', { sessionId, ...(options.abortSignal ? { abortSignal: options.abortSignal } : {}) });
     await handle.result();
     if (!keep) await bench.executor.deleteSession(sessionId);
     // With a policy, prune as a timer would (here after every run).
