@@ -1,7 +1,13 @@
 // The benches' workloads, run once each with few steps and NOT timed: they keep working, and what is
 // deterministic about them (transactions per step on SQLite) holds.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setFlagsFromString, writeHeapSnapshot } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { bareConcurrent, bareRun, generateTextRun, helixBench, memoryStores, postgresStores, rawSqliteCommits, sqliteStores } from './workloads.js';
+import { diffHeapSnapshots, HEAP_CATEGORIES } from './heap-snapshot.js';
+import { bareConcurrent, bareRun, generateTextRun, helixBench, memoryStores, postgresStores, rawSqliteCommits, retainedHeapMb, sqliteStores } from './workloads.js';
 
 describe('bench smoke (untimed)', () => {
   it('the bare loop, helix in memory (each hook set, concurrent runs) and generateText complete their steps', async () => {
@@ -51,4 +57,26 @@ describe('bench smoke (untimed)', () => {
       await stores.closeAll();
     }
   }, 120_000);
+
+  it('the retained-heap workload and the snapshot diff: categories add up to the snapshots\' difference, and kept sessions show as their ids', async () => {
+    // vitest's workers do not start with --expose-gc; the workload needs a full collection.
+    setFlagsFromString('--expose-gc');
+    (globalThis as { gc?: () => void }).gc ??= runInNewContext('gc') as () => void;
+    const dir = mkdtempSync(join(tmpdir(), 'helix-heap-smoke-'));
+    try {
+      const path = (moment: string): string => join(dir, `${moment}.heapsnapshot`);
+      const moments: string[] = [];
+      const heapMb = await retainedHeapMb(5, 3, true, undefined, { warmupRuns: 2, onCollected: (moment) => (moments.push(moment), writeHeapSnapshot(path(moment))) });
+      expect(moments).toEqual(['before', 'after']);
+      expect(Number.isFinite(heapMb)).toBe(true);
+      const diff = diffHeapSnapshots(path('before'), path('after'), /^heap-\d+$/);
+      const sum = HEAP_CATEGORIES.reduce((total, category) => total + diff.byCategory[category], 0);
+      expect(sum).toBe(diff.totalAfter - diff.totalBefore);
+      // The five measured sessions (heap-2 to heap-6) are kept: their ids are new strings of program data.
+      expect(diff.idStrings.count).toBeGreaterThanOrEqual(5);
+      expect(diff.byCategory['program data']).toBeGreaterThan(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -268,35 +268,56 @@ export function rawSqliteCommits(synchronous: 'NORMAL' | 'FULL') {
   };
 }
 
-/**
- * Retained heap after `runs` runs of `steps` steps on fresh in-memory stores, with each session deleted
- * after its run (or kept, with `keep`). Needs `--expose-gc`. Returns the heap growth in MB after a full
- * collection, against the heap after one warm-up run.
- */
-function benchAgentFor(bench: { readonly agent: ReturnType<typeof benchAgent> }) {
-  return bench.agent;
+/** Options of {@link retainedHeapMb}. */
+export interface RetainedHeapOptions {
+  /**
+   * Runs (their sessions deleted or kept like the measured ones) before the "before" figure: 1 measures
+   * against a process that ran once (the JIT still compiling); 200 against a warm one, whose compiled code,
+   * feedback and hidden classes exist already. Default 1.
+   */
+  readonly warmupRuns?: number;
+  /** One signal passed to every run's execute (as a server-wide shutdown signal would be). */
+  readonly abortSignal?: AbortSignal;
+  /** Called after the full collection before and after the measured runs (bench/heap.ts writes a heap snapshot there). */
+  readonly onCollected?: (moment: 'before' | 'after') => void;
 }
 
-export async function retainedHeapMb(runs: number, steps: number, keep: boolean, retention?: RetentionPolicy): Promise<number> {
+/** Runs a full collection twice (needs `--expose-gc`, or `exposeGc()` first). */
+function fullGc(): void {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error('run with --expose-gc');
+  gc();
+  gc();
+}
+
+/**
+ * Retained heap after `runs` runs of `steps` steps on fresh in-memory stores, with each session deleted
+ * after its run (or kept, with `keep`), pruned after each run when a retention policy is given. Needs
+ * `--expose-gc`. Returns the heap growth in MB (`heapUsed`, after a full collection) over the measured runs,
+ * against the heap after `warmupRuns` runs.
+ */
+export async function retainedHeapMb(runs: number, steps: number, keep: boolean, retention?: RetentionPolicy, options: RetainedHeapOptions = {}): Promise<number> {
   const stores = memoryStores(retention);
   const bench = helixBench(stores, steps);
-  const once = async (i: number): Promise<void> => {
-    const handle = await bench.executor.execute(benchAgentFor(bench), 'go', { sessionId: `heap-${i}` });
+  let next = 0;
+  const once = async (): Promise<void> => {
+    const sessionId = `heap-${next++}`;
+    const handle = await bench.executor.execute(bench.agent, 'go', { sessionId, ...(options.abortSignal ? { abortSignal: options.abortSignal } : {}) });
     await handle.result();
-    if (!keep) await bench.executor.deleteSession(`heap-${i}`);
+    if (!keep) await bench.executor.deleteSession(sessionId);
     // With a policy, prune as a timer would (here after every run).
     if (retention) await stores.prune();
   };
-  await once(-1);
-  gc();
-  gc();
+  for (let i = 0; i < (options.warmupRuns ?? 1); i++) await once();
+  fullGc();
+  options.onCollected?.('before');
   const before = process.memoryUsage().heapUsed;
-  for (let i = 0; i < runs; i++) await once(i);
-  gc();
-  gc();
-  return (process.memoryUsage().heapUsed - before) / (1024 * 1024);
+  for (let i = 0; i < runs; i++) await once();
+  fullGc();
+  const after = process.memoryUsage().heapUsed;
+  options.onCollected?.('after');
+  stores.close();
+  return (after - before) / (1024 * 1024);
 }
 
 /**

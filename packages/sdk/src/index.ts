@@ -67,8 +67,8 @@ export type { RemoteAgentClient, RemoteAgentResult, RemoteCallOptions, RemoteRun
 export { createInProcessAgentClient, remoteSessionId } from './runtime/in-process-agent-client.js';
 export type { InProcessAgentClientOptions } from './runtime/in-process-agent-client.js';
 export { InMemoryStateStore } from './memory/state-store.js';
-export type { InMemoryRetention, InMemoryStateStoreOptions } from './memory/state-store.js';
+export type { InMemoryRetention, InMemoryStateStoreCounts, InMemoryStateStoreOptions } from './memory/state-store.js';
 export { InMemoryStreamManager } from './memory/stream-manager.js';
-export type { InMemoryStreamManagerOptions } from './memory/stream-manager.js';
+export type { InMemoryStreamCounts, InMemoryStreamManagerOptions } from './memory/stream-manager.js';
 export { InMemoryUsageStore } from './memory/usage-store.js';
 export type { SessionEvent, SessionEventType, SessionEventDataMap, SessionHookContext } from './subscribers/index.js';

@@ -1,13 +1,22 @@
+import { getEventListeners } from 'node:events';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
-import { AgentError, defineAgent, defineTool, InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, silentLogger } from '../index.js';
+import { AgentError, createInProcessAgentClient, defineAgent, defineTool, InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, silentLogger, type AgentHandle, type AgentRuntime } from '../index.js';
 import { createGate, createScriptedModel } from '../testing/index.js';
 
 function adder(steps: number) {
   const add = defineTool({ name: 'add', description: 'adds', inputSchema: z.object({ a: z.number() }), execute: ({ a }) => a + 1 });
   const call = { toolCalls: [{ name: 'add', args: { a: 1 } }], usage: { inputTokens: 10, outputTokens: 2 } };
   return defineAgent({ name: 'adder', llmConfig: { model: createScriptedModel([...Array.from({ length: steps - 1 }, () => call), { text: 'done', usage: { inputTokens: 10, outputTokens: 1 } }]) }, tools: [add], maxSteps: steps + 1 });
+}
+
+/** V8's full collection, exposed at run time (vitest's workers do not start with --expose-gc). */
+function collector(): () => void {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
 }
 
 describe('retention: deleting sessions and keeping fewer checkpoints', () => {
@@ -75,5 +84,129 @@ describe('retention: deleting sessions and keeping fewer checkpoints', () => {
       expect(streams.chunks(`s${i}`)).toEqual([]);
     }
     expect((await stateStore.getRollup({})).tokens.total).toBe(0);
+  });
+
+  it('after 50 runs whose sessions are deleted, the memory stores hold no record of them: sessions, runs, step sets, journals, usage, streams', async () => {
+    const stateStore = new InMemoryStateStore();
+    const streams = new InMemoryStreamManager();
+    const executor = new JSAgentExecutor(stateStore, streams, new VercelAIAdapter(), { logger: silentLogger });
+    for (let i = 0; i < 50; i++) {
+      const handle = await executor.execute(adder(3), 'go', { sessionId: `gone-${i}`, usageStore: stateStore });
+      // A reader follows the run to its end, as a client of the stream would.
+      for await (const _chunk of handle.stream()) void _chunk;
+      await handle.result();
+      expect(stateStore.held().runs).toBe(1);
+      await executor.deleteSession(`gone-${i}`);
+    }
+    expect(stateStore.held()).toEqual({ sessions: 0, runs: 0, committedStepSets: 0, journals: 0, sessionRunLists: 0, usageEntries: 0 });
+    expect(streams.held()).toEqual({ streams: 0, waitingReaders: 0 });
+  });
+
+  it('reading the stream of a deleted (or never created) session keeps nothing: no stream row, no waiting reader', async () => {
+    const streams = new InMemoryStreamManager();
+    const executor = new JSAgentExecutor(new InMemoryStateStore(), streams, new VercelAIAdapter(), { logger: silentLogger });
+    await (await executor.execute(adder(2), 'go', { sessionId: 'read-after' })).result();
+    await executor.deleteSession('read-after');
+    for (let i = 0; i < 20; i++) {
+      // A client reconnecting to a deleted session, and one asking for an id nobody used.
+      for await (const _chunk of executor.readStream('read-after', { follow: false })) void _chunk;
+      for await (const _chunk of executor.readStream(`never-${i}`, { follow: false })) void _chunk;
+      // A follower that gives up before anything arrives.
+      const leave = new AbortController();
+      const following = (async () => {
+        for await (const _chunk of executor.readStream(`never-${i}`, { signal: leave.signal })) void _chunk;
+      })();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(streams.held().waitingReaders).toBe(1);
+      leave.abort();
+      await following;
+    }
+    expect(streams.held()).toEqual({ streams: 0, waitingReaders: 0 });
+    // A follower that was waiting on a stream not yet claimed still sees the run that claims it.
+    const early = (async () => {
+      const seen: string[] = [];
+      for await (const chunk of executor.readStream('later')) {
+        seen.push(chunk.type);
+        if (chunk.type === 'end') return seen;
+      }
+      return seen;
+    })();
+    await new Promise((resolve) => setImmediate(resolve));
+    await (await executor.execute(adder(2), 'go', { sessionId: 'later' })).result();
+    expect((await early).at(-1)).toBe('end');
+  });
+
+  it('a follower that leaves a live stream (its signal aborted) is no longer among its waiting readers', async () => {
+    const gate = createGate();
+    const started = createGate();
+    const slow = defineTool({ name: 'slow', description: 'waits', inputSchema: z.object({}), execute: async () => (started.open(), await gate.opened, 'ok') });
+    const agent = defineAgent({ name: 'slow', llmConfig: { model: createScriptedModel([{ toolCalls: [{ name: 'slow', args: {} }] }, { text: 'done' }]) }, tools: [slow], maxSteps: 3 });
+    const streams = new InMemoryStreamManager();
+    const executor = new JSAgentExecutor(new InMemoryStateStore(), streams, new VercelAIAdapter(), { logger: silentLogger });
+    const handle = await executor.execute(agent, 'go', { sessionId: 'idle' });
+    await started.opened;
+    for (let i = 0; i < 10; i++) {
+      const leave = new AbortController();
+      const following = (async () => {
+        for await (const _chunk of executor.readStream('idle', { signal: leave.signal })) void _chunk;
+      })();
+      await new Promise((resolve) => setImmediate(resolve));
+      leave.abort();
+      await following;
+    }
+    expect(streams.held().waitingReaders).toBe(0);
+    gate.open();
+    expect((await handle.result()).status).toBe('completed');
+  });
+
+  it('an abortSignal shared by many runs holds no listener of a run that ended (it would keep the run alive)', async () => {
+    const executor = new JSAgentExecutor(new InMemoryStateStore(), new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger });
+    const shared = new AbortController();
+    for (let i = 0; i < 20; i++) {
+      const handle = await executor.execute(adder(2), 'go', { sessionId: `shared-${i}`, abortSignal: shared.signal });
+      expect(getEventListeners(shared.signal, 'abort').length).toBeGreaterThanOrEqual(1);
+      expect((await handle.result()).status).toBe('completed');
+      await executor.deleteSession(`shared-${i}`);
+    }
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
+    // The signal still stops a run that is running.
+    const gate = createGate();
+    const started = createGate();
+    const slow = defineTool({ name: 'slow', description: 'waits', inputSchema: z.object({}), execute: async () => (started.open(), await gate.opened, 'ok') });
+    const agent = defineAgent({ name: 'slow', llmConfig: { model: createScriptedModel([{ toolCalls: [{ name: 'slow', args: {} }] }, { text: 'done' }]) }, tools: [slow], maxSteps: 3 });
+    const handle = await executor.execute(agent, 'go', { sessionId: 'stopped', abortSignal: shared.signal });
+    await started.opened;
+    shared.abort();
+    gate.open();
+    expect((await handle.result()).status).toBe('interrupted');
+  });
+
+  it('the in-process agent client lets go of a run once its result was read: 20 finished runs are all collectable', async () => {
+    const gc = collector();
+    const executor = new JSAgentExecutor(new InMemoryStateStore(), new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger });
+    // The runtime the client serves, with a weak reference to every handle it hands out.
+    const handles: WeakRef<AgentHandle>[] = [];
+    const runtime = Object.create(executor) as AgentRuntime;
+    runtime.execute = (async (...args: Parameters<AgentRuntime['execute']>) => {
+      const handle = await executor.execute(...args);
+      handles.push(new WeakRef(handle));
+      return handle;
+    }) as AgentRuntime['execute'];
+    const agent = defineAgent({ name: 'echo', llmConfig: { model: createScriptedModel([{ text: 'hi' }], { loop: true }) } });
+    const client = createInProcessAgentClient(runtime, [agent]);
+    for (let i = 0; i < 20; i++) {
+      const ref = await client.start({ agentType: agent.name, input: 'go', idempotencyKey: `key-${i}`, parentSessionId: 'parent', parentToolCallId: `call-${i}`, depth: 1 });
+      expect((await client.result(ref)).status).toBe('completed');
+      // A second wait (after a reconnect) still answers, from the store.
+      expect((await client.result(ref)).status).toBe('completed');
+      await executor.deleteSession(ref.sessionId);
+    }
+    expect(handles).toHaveLength(20);
+    // WeakRefs read in this job stay alive until it ends: collect in a later one.
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    expect(handles.filter((h) => h.deref() !== undefined)).toHaveLength(0);
   });
 });

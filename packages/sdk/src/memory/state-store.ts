@@ -53,6 +53,18 @@ interface SessionRow {
 /** What an {@link InMemoryStateStore} keeps of finished work: the shared {@link RetentionPolicy} (it reads `keepCheckpoints`). */
 export type InMemoryRetention = RetentionPolicy;
 
+/** What {@link InMemoryStateStore.held} counts: the entries of each of the store's tables. */
+export interface InMemoryStateStoreCounts {
+  readonly sessions: number;
+  readonly runs: number;
+  /** Runs with a committed-step set (a finished run's is empty, and kept with the run). */
+  readonly committedStepSets: number;
+  readonly journals: number;
+  /** Sessions with a list of their runs (what deleteSession reads). */
+  readonly sessionRunLists: number;
+  readonly usageEntries: number;
+}
+
 /** Options of {@link InMemoryStateStore}. */
 export interface InMemoryStateStoreOptions {
   /**
@@ -259,6 +271,14 @@ export class InMemoryStateStore implements StateStore, UsageStore, Prunable {
       this.#journals.delete(runId);
     }
     return { chunks: 0, journalEntries, records: 0 };
+  }
+
+  /**
+   * How many records the store holds, for tests and inspection: once every session is deleted, each count
+   * is 0 (nothing of finished work stays behind).
+   */
+  held(): InMemoryStateStoreCounts {
+    return { sessions: this.#sessions.size, runs: this.#runs.size, committedStepSets: this.#steps.size, journals: this.#journals.size, sessionRunLists: this.#runsOfSession.size, usageEntries: this.#usage.length };
   }
 
   async record(entries: readonly UsageEntry[]): Promise<void> {

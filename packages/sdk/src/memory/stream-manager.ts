@@ -14,6 +14,13 @@ interface StreamRow {
   deleted?: boolean;
 }
 
+/** What {@link InMemoryStreamManager.held} counts. */
+export interface InMemoryStreamCounts {
+  readonly streams: number;
+  /** Following readers waiting for a stream's next chunk. */
+  readonly waitingReaders: number;
+}
+
 /** Options of {@link InMemoryStreamManager}. */
 export interface InMemoryStreamManagerOptions {
   /** What to keep of finished work: the manager reads `chunkTtlMs` and `pruneIntervalMs` (default: keep every chunk). */
@@ -73,8 +80,20 @@ export class InMemoryStreamManager implements StreamManager, Prunable {
   }
 
   async *read(streamId: string, options: StreamReadOptions = {}): AsyncIterable<StreamChunk> {
-    const row = this.#row(streamId);
     const follow = options.follow ?? true;
+    const stored = this.#streams.get(streamId);
+    // Nothing stored and nothing to wait for: reading a stream that does not exist creates no row.
+    if (!stored && !follow) return;
+    const row = stored ?? this.#row(streamId);
+    try {
+      yield* this.#follow(row, options, follow);
+    } finally {
+      // A row only a reader made (never claimed, nothing written, nobody else waiting) goes with its reader.
+      if (this.#streams.get(streamId) === row && row.owner === undefined && row.base + row.chunks.length === 0 && row.waiters.length === 0) this.#streams.delete(streamId);
+    }
+  }
+
+  async *#follow(row: StreamRow, options: StreamReadOptions, follow: boolean): AsyncIterable<StreamChunk> {
     const runId = options.untilRunEnds;
     let seq = Math.max(0, options.fromSeq ?? 0);
     for (;;) {
@@ -89,14 +108,7 @@ export class InMemoryStreamManager implements StreamManager, Prunable {
       if (!follow || options.signal?.aborted || row.deleted) return;
       // The run lost the stream to a newer run and we have read all it wrote: nothing more will come.
       if (runId !== undefined && row.owner !== runId) return;
-      await new Promise<void>((resolve) => {
-        const onAbort = (): void => resolve();
-        options.signal?.addEventListener('abort', onAbort, { once: true });
-        row.waiters.push(() => {
-          options.signal?.removeEventListener('abort', onAbort);
-          resolve();
-        });
-      });
+      await next(row, options.signal);
     }
   }
 
@@ -140,6 +152,17 @@ export class InMemoryStreamManager implements StreamManager, Prunable {
     this.#stopTimer();
   }
 
+  /**
+   * How many streams the manager holds and how many readers wait on them, for tests and inspection: a
+   * stream exists from its first claim until deleteStream, and a reader of a stream that does not exist
+   * leaves nothing behind once it stops.
+   */
+  held(): InMemoryStreamCounts {
+    let waitingReaders = 0;
+    for (const row of this.#streams.values()) waitingReaders += row.waiters.length;
+    return { streams: this.#streams.size, waitingReaders };
+  }
+
   /** Every kept chunk of a stream (a copy), for tests and inspection. */
   chunks(streamId: string): readonly StreamChunk[] {
     return this.#streams.get(streamId)?.chunks.slice() ?? [];
@@ -150,6 +173,23 @@ export class InMemoryStreamManager implements StreamManager, Prunable {
 function ownerHasEnded(row: StreamRow): boolean {
   const last = row.chunks.at(-1);
   return last !== undefined && last.runId === row.owner && (last.type === 'end' || last.type === 'error');
+}
+
+/** Resolves at the row's next wake, or when `signal` aborts; a reader that leaves on abort takes its waiter with it. */
+function next(row: StreamRow, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const waiter = (): void => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    const onAbort = (): void => {
+      const at = row.waiters.indexOf(waiter);
+      if (at >= 0) row.waiters.splice(at, 1);
+      resolve();
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    row.waiters.push(waiter);
+  });
 }
 
 function wake(row: StreamRow): void {

@@ -64,9 +64,14 @@ export function createInProcessAgentClient(
   async function ended(ref: RemoteRunRef, signal: AbortSignal | undefined): Promise<RemoteAgentResult> {
     const handle = handles.get(ref.runId);
     if (handle) {
-      const r = await abortable(handle.result(), signal);
-      const usage = await handle.getUsageRollup();
-      return { status: r.status === 'running' ? 'failed' : r.status, ...(r.output === undefined ? {} : { output: r.output }), ...(r.error === undefined ? {} : { error: r.error }), ...(usage === undefined ? {} : { usage }) };
+      try {
+        const r = await abortable(handle.result(), signal);
+        const usage = await handle.getUsageRollup();
+        return { status: r.status === 'running' ? 'failed' : r.status, ...(r.output === undefined ? {} : { output: r.output }), ...(r.error === undefined ? {} : { error: r.error }), ...(usage === undefined ? {} : { usage }) };
+      } finally {
+        // A handle keeps its whole run alive: the first wait for it lets it go, and a later one reads the store below.
+        handles.delete(ref.runId);
+      }
     }
     // A run this client did not start (another client instance, or before a restart): read it from the store once it ended.
     const never = new AbortController().signal;

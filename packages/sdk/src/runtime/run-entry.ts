@@ -24,6 +24,7 @@ import { PacedRecorder, type Pacer } from './pacer.js';
 import type { ResolvedReconcileOptions } from './reconcile-options.js';
 import type { RunHost } from './run-host.js';
 import { JournalStepRecorder } from './step-recorder.js';
+import { releaseToolFunctions } from './tool-context.js';
 
 /** A run that just passed its entry (what {@link RunLauncher.onRun} listeners receive). */
 export interface RunStartedInfo {
@@ -338,10 +339,10 @@ export class RunLauncher {
   #launch(setup: RunSetup, lease: RunLease, origin: RunOrigin, journal: ClaimedRun['journal'] | undefined, start: RunStart, abortSignal: AbortSignal | undefined, pacer: Pacer | undefined): AgentHandle {
     const c = this.#config;
     const { abort, runId, sessionId } = setup;
-    if (abortSignal) {
-      if (abortSignal.aborted) abort.abort(new RunInterruptedError());
-      else abortSignal.addEventListener('abort', () => abort.abort(new RunInterruptedError()), { once: true });
-    }
+    // The caller's signal may outlive the run (one signal for many runs): its listener goes when the run ends.
+    const onCallerAbort = (): void => abort.abort(new RunInterruptedError());
+    if (abortSignal?.aborted) onCallerAbort();
+    else abortSignal?.addEventListener('abort', onCallerAbort, { once: true });
     const journaled = new JournalStepRecorder(c.stateStore, { runId, epoch: setup.epoch }, journal ?? []);
     const run = new Run(setup, origin, pacer ? new PacedRecorder(journaled, pacer) : journaled);
     this.#announce({ sessionId, runId, streamId: setup.streamId, startSeq: setup.writer.startSeq, agentType: setup.agent.name, recovered: journal !== undefined, ...(setup.parentSessionId === undefined ? {} : { parentSessionId: setup.parentSessionId }) });
@@ -356,6 +357,8 @@ export class RunLauncher {
       .finally(() => {
         stopLease();
         pacer?.end();
+        abortSignal?.removeEventListener('abort', onCallerAbort);
+        releaseToolFunctions(run);
       })
       .then((result) => this.#ended(setup, result));
     const stop = async (reason?: string): Promise<AgentResult> => {

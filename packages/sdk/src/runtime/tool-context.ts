@@ -30,6 +30,15 @@ function runToolFunctions(run: Run): RunToolFunctions {
   return fns;
 }
 
+/**
+ * Forgets a run's shared tool functions once the run ended. The WeakMap would drop them with the run
+ * anyway, but only at V8's next full collection, and its table keeps the size it grew to meanwhile
+ * (V8 shrinks it only on delete): with deletes, it holds only the runs that are running.
+ */
+export function releaseToolFunctions(run: Run): void {
+  runFunctions.delete(run);
+}
+
 function awaitChildren(children: readonly { readonly sessionId: string; readonly agentType: string }[]): never {
   throw new AwaitChildrenSignal(children.map((c) => ({ sessionId: c.sessionId, agentType: c.agentType })));
 }
