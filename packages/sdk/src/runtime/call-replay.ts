@@ -6,7 +6,13 @@ import { callResultRecord, type CallResultRecord } from './journal-records.js';
 import { callScope, type Run } from './run.js';
 import type { ToolOutcome } from './tool-calls.js';
 
-const NOTHING_REPLAYED: ReadonlyMap<string, Promise<ToolOutcome>> = new Map();
+/** What {@link replayRecordedCalls} gives when no call of a step can have been recorded. */
+export const NOTHING_REPLAYED: ReadonlyMap<string, Promise<ToolOutcome>> = new Map();
+
+/** Whether any of `calls` is side-effecting: only those are recorded, so only then can a call be replayed. */
+export function callsSideEffects(run: Run, calls: readonly ToolCall[]): boolean {
+  return calls.some((c) => run.setup.agent.toolsByName.get(c.name)?.sideEffects === true);
+}
 
 /**
  * The calls among `calls` (at `step`) whose results a process that died recorded come back before the
@@ -16,7 +22,7 @@ const NOTHING_REPLAYED: ReadonlyMap<string, Promise<ToolOutcome>> = new Map();
  */
 export async function replayRecordedCalls(run: Run, calls: readonly ToolCall[], step: number): Promise<ReadonlyMap<string, Promise<ToolOutcome>>> {
   // The common case (no side-effecting call, so nothing can have been recorded) allocates nothing.
-  if (!calls.some((c) => run.setup.agent.toolsByName.get(c.name)?.sideEffects === true)) return NOTHING_REPLAYED;
+  if (!callsSideEffects(run, calls)) return NOTHING_REPLAYED;
   const replayed = new Map<string, Promise<ToolOutcome>>();
   const tools = new Map(
     calls.flatMap((c) => {

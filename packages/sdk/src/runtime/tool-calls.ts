@@ -9,7 +9,7 @@ import { unserializable } from './json-value.js';
 import { toolCallRefused } from './limits.js';
 import { checkSchema, type SchemaCheck } from '../tool-schema.js';
 import { callScope, type Run } from './run.js';
-import { pushToolUsage, replayCall, replayRecordedCalls } from './call-replay.js';
+import { callsSideEffects, NOTHING_REPLAYED, pushToolUsage, replayCall, replayRecordedCalls } from './call-replay.js';
 import { runSubAgent, spawnedCall, type SubAgentMode } from './sub-agent-call.js';
 import { beforeToolChain, blockCall, cancelCall, recordResult } from './tool-steering.js';
 import { AwaitChildrenSignal } from './tool-context.js';
@@ -62,7 +62,8 @@ export async function runToolCalls(run: Run, requested: readonly ToolCall[]): Pr
   const calls = requested.length > max ? requested.slice(0, max) : requested;
   const finishing = calls.some((c) => c.name === FINISH_TOOL_NAME);
   const regular = finishing ? calls.filter((c) => c.name !== FINISH_TOOL_NAME) : calls;
-  const replayed = await replayRecordedCalls(run, regular, run.stepCount);
+  // The common case (no side-effecting call, so nothing can have been recorded) awaits nothing here.
+  const replayed = callsSideEffects(run, regular) ? await replayRecordedCalls(run, regular, run.stepCount) : NOTHING_REPLAYED;
   const outcomes = regular.length === 1 && replayed.size === 0 ? [await runOnlyCall(run, regular[0] as ToolCall)] : await runParallel(run, regular, replayed);
   if (finishing) for (const call of calls) if (call.name === FINISH_TOOL_NAME) outcomes.push(await runFinishCall(run, call));
   for (let i = max; i < requested.length; i++) {
@@ -136,12 +137,13 @@ async function runToolCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
     await run.appendMessage(errorResult(call, new ToolError('tool_not_found', `Unknown tool "${call.name}". Available tools: ${available}.`, { details: { tool: call.name } }).info));
     return { call, stopped: false };
   }
-  const parsed = await checkSchema(tool.inputSchema, call.arguments);
+  const checked = checkSchema(tool.inputSchema, call.arguments);
+  const parsed = checked instanceof Promise ? await checked : checked;
   if (!parsed.ok) {
     await run.appendMessage(errorResult(call, invalidInput(tool.name, parsed)));
     return { call, stopped: false };
   }
-  const journaled = await fromRecorder(run, tool, call);
+  const journaled = tool.sideEffects ? await fromRecorder(run, tool, call) : undefined;
   if (journaled) return journaled;
   if (run.signal.aborted || run.superseded) {
     await run.appendMessage(stoppedResult(call));
@@ -151,7 +153,8 @@ async function runToolCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
   // A sub-agent call a process that died spawned already passed beforeTool: it re-attaches to its child.
   const spawned = tool.subAgent ? await spawnedCall(run, { ...call, arguments: parsed.value }, scope) : undefined;
   if (spawned) return executeCall(run, tool, spawned, scope);
-  const steered = await beforeToolChain(run, tool, call, parsed.value, scope);
+  const chained = beforeToolChain(run, tool, call, parsed.value, scope);
+  const steered = chained instanceof Promise ? await chained : chained;
   // No new work once the run is superseded or stopped.
   if (run.superseded) throw run.superseded;
   if (run.signal.aborted) return cancelCall(run, tool, { ...call, arguments: steered.input }, scope);
