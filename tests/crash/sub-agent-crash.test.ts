@@ -84,7 +84,7 @@ function subAgentCrashMatrix(name: string, open: () => Promise<OpenedTarget>): v
     it.each(CRASH_POINTS)('SIGKILL at %s, then recovery in a fresh process: every child ran once, every afterSubAgent fired once, and the state is an uncrashed run’s', async (crashAt) => {
       const sessionId = `tree-${crashAt.replace('@', '-')}`;
       const o = await runScenario(t.target, t.stores, t.dir, sessionId, crashAt);
-      expect(o.crashed.signal, o.crashed.stderr).toBe('SIGKILL');
+      expect(o.crashed.signal, `exit code ${String(o.crashed.code)}; stderr: ${o.crashed.stderr}; stdout: ${o.crashed.stdout}`).toBe('SIGKILL');
       expect(o.recovered.code, o.recovered.stderr).toBe(0);
       expect((JSON.parse(o.recovered.stdout) as { recovered: boolean; result?: { status: string } }).result?.status).toBe('completed');
 

@@ -1,0 +1,45 @@
+// Promises a helix step creates, counted with an async_hooks PROMISE hook over one run of each hook set
+// after a warm-up: a figure the load of a shared machine cannot blur. Each promise is an allocation and,
+// when awaited, a suspended frame and a turn of the microtask queue. With --top N it also prints the
+// functions that create them (the frame that made each promise).
+// Run: npm run bench:promises   (options: --steps 200 --top 0)
+import { createHook } from 'node:async_hooks';
+import { helixBench, memoryStores, type HookSet } from './workloads.js';
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+const STEPS = arg('steps', 200);
+const TOP = arg('top', 0);
+
+/** Promises per step of one run of `hooks` (after 20 warm-up runs), and by creating frame when TOP > 0. */
+async function count(hooks: HookSet): Promise<{ perStep: number; byFrame: [string, number][] }> {
+  const bench = helixBench(memoryStores(), STEPS, { hooks });
+  for (let i = 0; i < 20; i++) await bench.run();
+  let total = 0;
+  const frames = new Map<string, number>();
+  const hook = createHook({
+    init(_id, type) {
+      if (type !== 'PROMISE') return;
+      total++;
+      if (TOP <= 0) return;
+      // The first frame outside node's own async_hooks machinery made the promise.
+      const frame = (new Error().stack ?? '').split('\n').slice(1).find((line) => !line.includes('node:internal')) ?? '(unknown)';
+      const where = frame.trim().replace(/^at /, '').replace(/\(.*\/(packages|bench)\//, '($1/');
+      frames.set(where, (frames.get(where) ?? 0) + 1);
+    },
+  });
+  hook.enable();
+  await bench.run();
+  hook.disable();
+  return { perStep: total / STEPS, byFrame: [...frames].sort((a, b) => b[1] - a[1]).slice(0, TOP) };
+}
+
+Error.stackTraceLimit = 12;
+for (const hooks of ['none', 'observer', 'every-point'] as const) {
+  const { perStep, byFrame } = await count(hooks);
+  console.log(`${hooks.padEnd(12)} ${perStep.toFixed(1)} promises per step (N=${STEPS})`);
+  for (const [where, n] of byFrame) console.log(`  ${(n / STEPS).toFixed(2).padStart(6)}  ${where}`);
+}
