@@ -109,9 +109,9 @@ describe('lastRestorable and checkRestorable', () => {
 describe('childRunOptions (rules 156, 202)', () => {
   it('a child inherits a dry run and the hookContext, given by reference, and nothing it was not given', () => {
     const resources = { db: {} };
-    expect(childRunOptions({})).toEqual({});
-    expect(childRunOptions({ dryRun: false })).toEqual({});
-    expect(childRunOptions({ dryRun: true })).toEqual({ dryRun: true });
+    expect(childRunOptions({})).toStrictEqual({});
+    expect(childRunOptions({ dryRun: false })).toStrictEqual({});
+    expect(childRunOptions({ dryRun: true })).toStrictEqual({ dryRun: true });
     const inherited = childRunOptions({ hookContext: resources });
     expect(Object.keys(inherited)).toEqual(['hookContext']);
     expect(inherited.hookContext).toBe(resources);

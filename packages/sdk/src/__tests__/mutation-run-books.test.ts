@@ -37,8 +37,8 @@ describe('RunBooks', () => {
 
   it('summary: every kind of token, the cost only when priced, the model only when a reply named one', () => {
     const books = new RunBooks();
-    expect(books.summary(false)).toEqual({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
-    expect(books.summary(true)).toEqual({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costUsd: 0 });
+    expect(books.summary(false)).toStrictEqual({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
+    expect(books.summary(true)).toStrictEqual({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costUsd: 0 });
     books.charge(reply({ promptTokens: 1_000_000, completionTokens: 2, totalTokens: 1_000_002, cachedTokens: 1, cacheWriteTokens: 4, reasoningTokens: 5 }, 'm-2'), { inputPerMillion: 1, outputPerMillion: 0 });
     expect(books.summary(false)).toEqual({ inputTokens: 1_000_000, outputTokens: 2, cacheReadTokens: 1, cacheWriteTokens: 4, reasoningTokens: 5, model: 'm-2' });
     expect(books.summary(true)).toMatchObject({ costUsd: 1, model: 'm-2' });

@@ -114,6 +114,11 @@ describe('WorkingCopy: state writes', () => {
     work.applyRecorded([], 'r', 7);
     expect(work.state).toBe(before);
     expect(work.seqsOf('r')).toEqual([]);
+    // No patches, no write: the next write's place does not move past the recorded one.
+    const probe = fresh();
+    probe.applyRecorded([], 'r', 7);
+    probe.update(set((d) => void (d.n = 1)), 'a');
+    expect(probe.seqsOf('a')).toEqual([0]);
     work.applyRecorded([{ op: 'replace', path: ['n'], value: 5 }], 'r', 7);
     expect(work.state).toEqual({ n: 5, list: [], map: {} });
     expect(Object.isFrozen(work.state)).toBe(true);
@@ -217,12 +222,18 @@ describe('WorkingCopy: keepWrites (a stop keeps the writes of recorded calls)', 
     work.update(set((d) => void (d.n += 10)), 'c');
     work.update(set((d) => void d.list.splice(0, 1)), 'c');
     expect(work.state).toEqual({ n: 10, list: ['b'], map: {} });
+    const cPatches = work.patchesOf('c');
+    const cSeqs = work.seqsOf('c');
+    expect(cPatches.length).toBeGreaterThan(1);
     expect(work.keepWrites((owner) => owner !== 'b').size).toBe(0);
     // Run again on ['a']: the splice removes 'a' itself (its recorded patch would have removed index 0 of ['a', 'b']).
     expect(work.state).toEqual({ n: 10, list: [], map: {} });
     expect(firstRuns).toBe(1);
     expect(work.patchesOf('a')).toEqual([{ op: 'add', path: ['list', 0], value: 'a' }]);
     expect(work.patchesOf('b')).toEqual([]);
+    // A write run again keeps its owner, its recorded patches and its place.
+    expect(work.patchesOf('c')).toEqual(cPatches);
+    expect(work.seqsOf('c')).toEqual(cSeqs);
     // The recomposed writes are what a later stop recomposes from.
     expect(work.keepWrites((owner) => owner === 'a').size).toBe(0);
     expect(work.state).toBe(afterFirst);
