@@ -118,6 +118,7 @@ describe('normalizeTurnInput: sizes', () => {
     const withFile = [{ role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'file', data, mediaType: 'application/octet-stream' }] }];
     const rowJson = JSON.stringify([{ role: 'user', content: 'see', attachments: 1 }]).length;
     expect((await normalizeTurnInput(withFile, { ...DEFAULT_RESOURCE_LIMITS, maxInputChars: rowJson })).text).toBe('see');
+    expect((await refusal(withFile, { ...DEFAULT_RESOURCE_LIMITS, maxInputChars: rowJson - 1 })).info.details).toMatchObject({ size: rowJson, limit: 'maxInputChars' });
   });
 
   it('the images and files may be maxInputFileBytes in all, not one byte more', async () => {
@@ -192,6 +193,16 @@ describe('normalizeTurnInput: conversions', () => {
     const { text, rows } = await normalizeTurnInput([{ role: 'user', content: [{ type: 'image', image: 'https://example.com/a.png' }] }], DEFAULT_RESOURCE_LIMITS);
     expect(text).toBe('');
     expect(rows).toEqual([{ role: 'user', content: '', attachments: [{ type: 'image', mediaType: 'image/*', url: 'https://example.com/a.png' }] }]);
+  });
+
+  it('ids and names of 256 characters are taken; a message with both content and parts is a ModelMessage; a system UIMessage is refused as a system message', async () => {
+    const id = 'i'.repeat(256);
+    const name = 'n'.repeat(256);
+    const { rows } = await normalizeTurnInput([{ role: 'assistant', content: [{ type: 'tool-call', toolCallId: id, toolName: name, input: {} }] }, result(id, { type: 'json', value: 1 }, name), user], DEFAULT_RESOURCE_LIMITS);
+    expect(rows?.[0]).toEqual({ role: 'assistant', content: '', toolCalls: [{ id, name, arguments: {} }] });
+    expect((await normalizeTurnInput([{ role: 'user', content: 'as content', parts: [] }], DEFAULT_RESOURCE_LIMITS)).rows).toEqual([{ role: 'user', content: 'as content', parts: [] }].map(({ role, content }) => ({ role, content })));
+    const system = await refusal([{ id: 's', role: 'system', parts: [{ type: 'text', text: 'be nice' }] }, uiUser([{ type: 'text', text: 'a' }])]);
+    expect(system.info.message).toBe('The turn input is invalid at message 0: system messages are not taken; nothing was written.');
   });
 
   it('UIMessages are converted through the AI SDK: user text and an assistant reply', async () => {
