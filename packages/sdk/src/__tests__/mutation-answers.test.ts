@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { AgentError, createHookManager, defineAgent, defineTool, InMemoryStateStore, type HookEntry, type StreamChunk } from '../index.js';
 import { continuesDryRun, executionHooks, hookContextOf, runOptionsRecord, sameHandler, turnInput } from '../runtime/launch-records.js';
 import { createScriptedModel } from '../testing/index.js';
-import { collect, setup } from './harness.js';
+import { collect, counterAgent, deadCounterRun, setup } from './harness.js';
 
 async function refusal(promise: Promise<unknown>): Promise<AgentError> {
   const error = await promise.then(
@@ -181,5 +181,31 @@ describe('launch records', () => {
     expect(await continuesDryRun(stateStore, undefined)).toBe(false);
     expect(await continuesDryRun(stateStore, '')).toBe(false);
     expect(await continuesDryRun(new InMemoryStateStore(), 'missing')).toBe(false);
+  });
+});
+
+describe('recover()', () => {
+  it('a recoverable run whose agent was not given is left for another process, with a warning; one whose model id does not resolve is logged and left unclaimed; the others recover', async () => {
+    const store = new InMemoryStateStore();
+    await deadCounterRun(store, { sessionId: 'a', runId: 'ra' });
+    await deadCounterRun(store, { sessionId: 'b', runId: 'rb' });
+    const { executor, logger } = setup({ stateStore: store });
+    expect(await executor.recover({ agents: [] })).toEqual([]);
+    expect(logger.lines).toEqual([
+      'warn: run ra of agent "counter" is recoverable, but no such agent was given to recover()',
+      'warn: run rb of agent "counter" is recoverable, but no such agent was given to recover()',
+    ]);
+    logger.lines.length = 0;
+    const byId = counterAgent([{ text: 'x' }], { llmConfig: { model: 'nowhere:model' } } as never);
+    expect(await executor.recover({ agents: [byId] })).toEqual([]);
+    expect(logger.lines).toHaveLength(2);
+    expect(logger.lines[0]).toMatch(/^error: recovering run ra failed: Agent "counter" names its model by id/);
+    expect((await store.getRun('ra'))!.leaseOwner).toBe('dead-process');
+    logger.lines.length = 0;
+    const handles = await executor.recover({ agents: new Map([['counter', counterAgent([{ text: 'recovered' }, { text: 'recovered' }])]]), limit: 1 });
+    expect(handles).toHaveLength(1);
+    expect(['a', 'b']).toContain(handles[0]!.sessionId);
+    await handles[0]!.result();
+    expect(logger.lines).toEqual([]);
   });
 });
