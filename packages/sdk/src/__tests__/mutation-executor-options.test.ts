@@ -27,7 +27,7 @@ describe('cancelledRows', () => {
       { toolCallId: 'c2', toolName: 'pay', kind: 'approval', arguments: {} },
     ] as never);
     expect(rows).toHaveLength(2);
-    const [first, second] = rows as [Record<string, unknown>, Record<string, unknown>];
+    const [first, second] = rows as unknown as [Record<string, unknown>, Record<string, unknown>];
     expect(first).toMatchObject({
       role: 'tool',
       toolCallId: 'c1',

@@ -4,7 +4,8 @@
 // a key winning, a step commit forgetting its entries, and a record this version cannot read.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AgentError, InMemoryStateStore, type JournalEntry } from '../index.js';
+import { AgentError, InMemoryStateStore } from '../index.js';
+import type { JournalEntry } from '../store.js';
 import { JournalStepRecorder, type StepKey } from '../runtime/step-recorder.js';
 
 const value = z.object({ v: z.number() });
