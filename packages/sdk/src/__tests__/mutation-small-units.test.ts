@@ -26,7 +26,7 @@ function thrown(f: () => unknown): AgentError {
   throw new Error('nothing was thrown');
 }
 
-describe('ApprovalSigner (rule 48: a signature binds session, run, call, decision and the final input)', () => {
+describe('ApprovalSigner: a signature binds session, run, call, decision and the final input', () => {
   const signer = new ApprovalSigner('secret');
   const approval = { sessionId: 's', runId: 'r', toolCallId: 'c', decision: 'approve' as const, input: { b: [1, { y: 2, x: 1 }], a: 'x' } };
 
