@@ -248,8 +248,11 @@ describe('keepLease', () => {
     const logger = memoryLogger();
     const first = (await store.getRun('r1'))!.leaseExpiresAt;
     const kept = keepLease(store, lease, 60, abort, logger);
-    await new Promise((r) => setTimeout(r, 70));
-    const renewed = (await store.getRun('r1'))!.leaseExpiresAt;
+    let renewed = first;
+    for (let i = 0; i < 200 && renewed <= first; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      renewed = (await store.getRun('r1'))!.leaseExpiresAt;
+    }
     expect(renewed).toBeGreaterThan(first);
     await store.requestStop('r1', { reason: 'enough', requestedAt: Date.now() });
     await until(() => abort.signal.aborted);
@@ -258,6 +261,8 @@ describe('keepLease', () => {
     expect((abort.signal.reason as AgentError).info.message).toContain('enough');
     expect(kept.lost).toBe(false);
     kept();
+    // A renewal already on its way may still land; none starts after.
+    await new Promise((r) => setTimeout(r, 20));
     const last = (await store.getRun('r1'))!.leaseExpiresAt;
     await new Promise((r) => setTimeout(r, 80));
     expect((await store.getRun('r1'))!.leaseExpiresAt).toBe(last);
