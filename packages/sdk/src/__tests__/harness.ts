@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
 import {
+  AgentError,
   defineAgent,
   defineTool,
   InMemoryStateStore,
@@ -163,4 +164,32 @@ export async function deadCounterRun(store: InMemoryStateStore, options: { reado
     options: { input: 'go', ...options.recorded },
   });
   return { sessionId, runId, epoch: 1 } as const;
+}
+
+/** The AgentError a refused call rejects with (a test failure when it resolves or rejects with something else). */
+export async function refusal(promise: Promise<unknown>): Promise<AgentError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!AgentError.isInstance(error)) throw new Error(`expected an AgentError, got ${String(error)}`);
+  return error;
+}
+
+/** A fresh in-memory state store with one run begun (session `s1`, run `r1`, a one-minute lease); returns the store and the lease's epoch. */
+export async function begunMemoryRun(): Promise<{ store: InMemoryStateStore; epoch: number }> {
+  const store = new InMemoryStateStore();
+  const { lease } = await store.beginRun({
+    sessionId: 's1',
+    runId: 'r1',
+    agentType: 'agent',
+    signal: 'start',
+    initialState: {},
+    newTurn: { turnId: 't1', input: [{ role: 'user', content: 'hello' }] },
+    startedAt: Date.now(),
+    leaseOwner: 'test',
+    leaseMs: 60_000,
+    options: {},
+  });
+  return { store, epoch: lease.epoch };
 }

@@ -5,19 +5,10 @@
 // options record, field by field.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AgentError, createHookManager, defineAgent, defineTool, InMemoryStateStore, type HookEntry, type StreamChunk } from '../index.js';
+import { createHookManager, defineAgent, defineTool, InMemoryStateStore, type HookEntry, type StreamChunk } from '../index.js';
 import { continuesDryRun, executionHooks, hookContextOf, runOptionsRecord, sameHandler, turnInput } from '../runtime/launch-records.js';
 import { createScriptedModel } from '../testing/index.js';
-import { collect, counterAgent, deadCounterRun, setup } from './harness.js';
-
-async function refusal(promise: Promise<unknown>): Promise<AgentError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!AgentError.isInstance(error)) throw new Error(`expected an AgentError, got ${String(error)}`);
-  return error;
-}
+import { collect, counterAgent, deadCounterRun, refusal, setup } from './harness.js';
 
 const ask = defineTool({ name: 'ask', description: 'asks the user (a client tool)', inputSchema: z.object({ q: z.string() }) });
 const write = defineTool({ name: 'write', description: 'writes (needs approval)', inputSchema: z.object({ text: z.string() }), needsApproval: true, execute: async (input) => ({ wrote: input.text }) });

@@ -4,10 +4,12 @@
 // restores, the check of a rewind's checkpoint, what a child inherits, and which records replay.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AgentError, defineAgent, GENESIS_CHECKPOINT, InMemoryStateStore } from '../index.js';
+import type { InMemoryStateStore } from '../index.js';
+import { AgentError, defineAgent, GENESIS_CHECKPOINT } from '../index.js';
 import { cancelledRows, checkRestorable, childRunOptions, initialStateOf, lastRestorable } from '../runtime/executor-options.js';
 import { callResultRecord, modelReplyRecord, startSignalRecord, terminalRecord } from '../runtime/journal-records.js';
 import { createScriptedModel } from '../testing/index.js';
+import { begunMemoryRun } from './harness.js';
 
 const model = createScriptedModel([{ text: 'unused' }]);
 
@@ -68,20 +70,8 @@ describe('initialStateOf', () => {
 
 describe('lastRestorable and checkRestorable', () => {
   async function sessionWithCheckpoints(): Promise<{ store: InMemoryStateStore; ids: { kind: string; checkpointId: string }[] }> {
-    const store = new InMemoryStateStore();
-    const { lease } = await store.beginRun({
-      sessionId: 's1',
-      runId: 'r1',
-      agentType: 'agent',
-      signal: 'start',
-      initialState: {},
-      newTurn: { turnId: 't1', input: [{ role: 'user', content: 'hello' }] },
-      startedAt: Date.now(),
-      leaseOwner: 'test',
-      leaseMs: 60_000,
-      options: {},
-    });
-    const base = { sessionId: 's1', runId: 'r1', epoch: lease.epoch };
+    const { store, epoch } = await begunMemoryRun();
+    const base = { sessionId: 's1', runId: 'r1', epoch };
     await store.commit({ ...base, kind: 'step', stepIndex: 0, appendMessages: [{ role: 'assistant', content: 'a' }], checkpoint: 'step' } as never);
     await store.commit({ ...base, kind: 'step', stepIndex: 1, appendMessages: [{ role: 'assistant', content: 'b' }], checkpoint: 'step' } as never);
     await store.commit({ ...base, kind: 'terminal', runStatus: 'failed', state: { n: 1 }, checkpoint: 'state' } as never);

@@ -6,18 +6,10 @@
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AgentError, ConfigError, defineAgent, defineTool, type AgentHandle, type LanguageModel, type ModelRegistry, type ToolResultMessage } from '../index.js';
+import type { AgentError} from '../index.js';
+import { ConfigError, defineAgent, defineTool, type AgentHandle, type LanguageModel, type ModelRegistry, type ToolResultMessage } from '../index.js';
 import { createScriptedModel, type ScriptedStep } from '../testing/index.js';
-import { setup } from './harness.js';
-
-async function refusal(promise: Promise<unknown>): Promise<AgentError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!AgentError.isInstance(error)) throw new Error(`expected an AgentError, got ${String(error)}`);
-  return error;
-}
+import { refusal, setup } from './harness.js';
 
 const ask = defineTool({ name: 'ask', description: 'asks the user (a client tool)', inputSchema: z.object({ q: z.string() }) });
 const seen: unknown[] = [];

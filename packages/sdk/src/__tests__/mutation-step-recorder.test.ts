@@ -4,28 +4,15 @@
 // a key winning, a step commit forgetting its entries, and a record this version cannot read.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AgentError, InMemoryStateStore } from '../index.js';
+import { AgentError } from '../index.js';
 import type { JournalEntry } from '../store.js';
 import { JournalStepRecorder, type StepKey } from '../runtime/step-recorder.js';
+import { begunMemoryRun } from './harness.js';
 
 const value = z.object({ v: z.number() });
 
-async function started(): Promise<{ store: InMemoryStateStore; epoch: number }> {
-  const store = new InMemoryStateStore();
-  const { lease } = await store.beginRun({
-    sessionId: 's1',
-    runId: 'r1',
-    agentType: 'agent',
-    signal: 'start',
-    initialState: {},
-    newTurn: { turnId: 't1', input: [{ role: 'user', content: 'hello' }] },
-    startedAt: Date.now(),
-    leaseOwner: 'test',
-    leaseMs: 60_000,
-    options: {},
-  });
-  return { store, epoch: lease.epoch };
-}
+/** A store with run r1 begun. */
+const started = begunMemoryRun;
 
 function entry(key: string, stepIndex: number, data: unknown, kind: JournalEntry['kind'] = 'call_result'): JournalEntry {
   return { runId: 'r1', epoch: 1, stepIndex, kind, key, data, at: 0 };

@@ -19,6 +19,15 @@ function collector(): () => void {
   return runInNewContext('gc') as () => void;
 }
 
+/** An agent whose one tool call waits for `gate`; `started` opens once the tool runs. */
+function slowAgent() {
+  const gate = createGate();
+  const started = createGate();
+  const slow = defineTool({ name: 'slow', description: 'waits', inputSchema: z.object({}), execute: async () => (started.open(), await gate.opened, 'ok') });
+  const agent = defineAgent({ name: 'slow', llmConfig: { model: createScriptedModel([{ toolCalls: [{ name: 'slow', args: {} }] }, { text: 'done' }]) }, tools: [slow], maxSteps: 3 });
+  return { gate, started, agent };
+}
+
 describe('retention: deleting sessions and keeping fewer checkpoints', () => {
   it('JSAgentExecutor.deleteSession removes a finished session from the state store and its stream; the id can be used again', async () => {
     const stateStore = new InMemoryStateStore();
@@ -41,10 +50,7 @@ describe('retention: deleting sessions and keeping fewer checkpoints', () => {
   });
 
   it('deleteSession refuses (session_running) while the run is running and deletes nothing', async () => {
-    const gate = createGate();
-    const started = createGate();
-    const slow = defineTool({ name: 'slow', description: 'waits', inputSchema: z.object({}), execute: async () => (started.open(), await gate.opened, 'ok') });
-    const agent = defineAgent({ name: 'slow', llmConfig: { model: createScriptedModel([{ toolCalls: [{ name: 'slow', args: {} }] }, { text: 'done' }]) }, tools: [slow], maxSteps: 3 });
+    const { gate, started, agent } = slowAgent();
     const streams = new InMemoryStreamManager();
     const executor = new JSAgentExecutor(new InMemoryStateStore(), streams, new VercelAIAdapter(), { logger: silentLogger });
     const handle = await executor.execute(agent, 'go', { sessionId: 'busy' });
@@ -137,10 +143,7 @@ describe('retention: deleting sessions and keeping fewer checkpoints', () => {
   });
 
   it('a follower that leaves a live stream (its signal aborted) is no longer among its waiting readers', async () => {
-    const gate = createGate();
-    const started = createGate();
-    const slow = defineTool({ name: 'slow', description: 'waits', inputSchema: z.object({}), execute: async () => (started.open(), await gate.opened, 'ok') });
-    const agent = defineAgent({ name: 'slow', llmConfig: { model: createScriptedModel([{ toolCalls: [{ name: 'slow', args: {} }] }, { text: 'done' }]) }, tools: [slow], maxSteps: 3 });
+    const { gate, started, agent } = slowAgent();
     const streams = new InMemoryStreamManager();
     const executor = new JSAgentExecutor(new InMemoryStateStore(), streams, new VercelAIAdapter(), { logger: silentLogger });
     const handle = await executor.execute(agent, 'go', { sessionId: 'idle' });
@@ -170,10 +173,7 @@ describe('retention: deleting sessions and keeping fewer checkpoints', () => {
     }
     expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
     // The signal still stops a run that is running.
-    const gate = createGate();
-    const started = createGate();
-    const slow = defineTool({ name: 'slow', description: 'waits', inputSchema: z.object({}), execute: async () => (started.open(), await gate.opened, 'ok') });
-    const agent = defineAgent({ name: 'slow', llmConfig: { model: createScriptedModel([{ toolCalls: [{ name: 'slow', args: {} }] }, { text: 'done' }]) }, tools: [slow], maxSteps: 3 });
+    const { gate, started, agent } = slowAgent();
     const handle = await executor.execute(agent, 'go', { sessionId: 'stopped', abortSignal: shared.signal });
     await started.opened;
     shared.abort();
