@@ -24,7 +24,6 @@ import { PacedRecorder, type Pacer } from './pacer.js';
 import type { ResolvedReconcileOptions } from './reconcile-options.js';
 import type { RunHost } from './run-host.js';
 import { JournalStepRecorder } from './step-recorder.js';
-import { releaseToolFunctions } from './tool-context.js';
 
 /** A run that just passed its entry (what {@link RunLauncher.onRun} listeners receive). */
 export interface RunStartedInfo {
@@ -358,7 +357,6 @@ export class RunLauncher {
         stopLease();
         pacer?.end();
         abortSignal?.removeEventListener('abort', onCallerAbort);
-        releaseToolFunctions(run);
       })
       .then((result) => this.#ended(setup, result));
     const stop = async (reason?: string): Promise<AgentResult> => {

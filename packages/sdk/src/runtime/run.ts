@@ -1,4 +1,5 @@
 import { AgentError, ConfigError, type RunSupersededError } from '../errors.js';
+import type { ToolContext } from '../define.js';
 import type { Draft, StateChangeSource } from '../hooks/types.js';
 import type { Message } from '../messages.js';
 import type { Commit, RunStatus } from '../store.js';
@@ -55,6 +56,13 @@ export class Run implements HookHost {
   readonly startedAt: number;
   /** Writes of run-level hooks. */
   readonly runScope: WriteScope = scopeOf(RUN_OWNER);
+  /** The tool context functions that depend only on the run: made once, shared by every call's context (they go with the run). */
+  readonly toolFunctions: Pick<ToolContext, 'getState' | 'emitCustom'> = {
+    getState: <TState>() => this.state as TState,
+    emitCustom: async (eventName: string, data: unknown) => {
+      await this.emit({ type: 'custom', eventName, data, ...this.chunkBase() });
+    },
+  };
   #stepCount: number;
   #superseded: RunSupersededError | undefined;
   readonly #newerRun = new AbortController();
