@@ -19,6 +19,7 @@ import {
   rawSqliteCommits,
   retainedHeapMb,
   retainedSqliteRows,
+  walPagesPerStep,
   sqliteStores,
   type HookSet,
 } from './workloads.js';
@@ -299,6 +300,8 @@ if (heapChild >= 0) {
     `retained heap after ${HEAP_RUNS} runs of 20 steps: ${heap.deletedWarm.toFixed(2)} MB with each session deleted, after ${HEAP_WARMUP_RUNS} warm-up runs (${heap.deleted.toFixed(2)} MB after one: the JIT's code and feedback of the runs between), ${heap.kept.toFixed(2)} MB with the sessions kept, ${heap.keptWithPolicy.toFixed(2)} MB kept with retention ${JSON.stringify(RETENTION)}; npm run bench:heap says what it is`,
   );
   const tableRows = (r: Record<string, number>) => Object.entries(r).map(([k, v]) => `${k} ${v}`).join(', ');
+  const pages = await walPagesPerStep('NORMAL');
+  console.log(`SQLite log pages (counted, not timed): ${pages.step.toFixed(2)} a helix step of N=100 (its run's start and end shared out), ${pages.raw.toFixed(2)} a raw 1 KB row commit: ${(pages.step / pages.raw).toFixed(2)}x`);
   console.log(`SQLite rows after ${HEAP_RUNS} turns of one session: ${tableRows(await retainedSqliteRows(HEAP_RUNS, 3, RETENTION))} with retention; ${tableRows(await retainedSqliteRows(HEAP_RUNS, 3))} without`);
   if (samples.has('helix-none-200')) console.log(`one observer over no hooks: ${fmt(ratio('helix-observer-200', (_, rep) => samples.get('helix-none-200')?.[rep]?.usPerStep))}`);
 }

@@ -7,7 +7,7 @@ import { setFlagsFromString, writeHeapSnapshot } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { diffHeapSnapshots, HEAP_CATEGORIES } from './heap-snapshot.js';
-import { bareConcurrent, bareRun, generateTextRun, helixBench, memoryStores, postgresStores, rawSqliteCommits, retainedHeapMb, sqliteStores } from './workloads.js';
+import { bareConcurrent, bareRun, generateTextRun, helixBench, memoryStores, postgresStores, rawSqliteCommits, retainedHeapMb, sqliteStores, walPagesPerStep } from './workloads.js';
 
 describe('bench smoke (untimed)', () => {
   it('the bare loop, helix in memory (each hook set, concurrent runs) and generateText complete their steps', async () => {
@@ -39,6 +39,14 @@ describe('bench smoke (untimed)', () => {
         stores.close();
       }
     }
+  });
+
+  it('the log pages a SQLite step writes are counted, beside a raw commit: a step\'s chunks share one row, so a step writes fewer than 11 pages (12.8 when each chunk was a row of its own)', async () => {
+    const pages = await walPagesPerStep('NORMAL', 20, 2);
+    expect(pages.raw).toBeGreaterThanOrEqual(1);
+    expect(pages.raw).toBeLessThan(3);
+    expect(pages.step).toBeGreaterThan(pages.raw);
+    expect(pages.step).toBeLessThan(11);
   });
 
   it('helix on Postgres: each further step of a run is exactly one statement, beside a working raw-commit floor', async () => {

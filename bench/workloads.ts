@@ -1,7 +1,7 @@
 // The workloads the benches time (bench/loop.ts, bench/store.ts) and the smoke test runs untimed
 // (bench/smoke.test.ts): a bare hand-written tool loop, helix on each store, the AI SDK's own tool loop,
 // and a raw one-row commit on SQLite as the durable floor. Each returns its wall time in ms.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -165,7 +165,7 @@ export function helixBench(stores: BenchStores, steps: number, options: { hooks?
     const handle = await executor.execute(agent, 'go', { ...(hooks ? { hooks } : {}), ...(stores.usageStore ? { usageStore: stores.usageStore } : {}) });
     const result = await handle.result();
     const elapsed = performance.now() - started;
-    if (result.status !== 'completed' || result.stepCount !== steps) throw new Error(`helix run ended ${result.status} after ${result.stepCount} steps`);
+    if (result.status !== 'completed' || result.stepCount !== steps) throw new Error(`helix run ended ${result.status} after ${result.stepCount} steps${result.error ? `: ${result.error.code} ${result.error.message} ${JSON.stringify(result.error.details)}` : ""}`);
     return elapsed;
   }
   /** `runs` runs at once; returns the wall time of all of them in ms. */
@@ -320,6 +320,52 @@ export async function retainedHeapMb(runs: number, steps: number, keep: boolean,
   return (after - before) / (1024 * 1024);
 }
 
+/** The log bytes of one frame (a 4 KB page and its 24-byte header) on a database with the default page size. */
+const WAL_FRAME_BYTES = 4096 + 24;
+
+/**
+ * Pages a helix step writes to SQLite's log (the write-ahead log's frames: every page a transaction dirties
+ * is one), beside a raw 1 KB row commit: counted, not timed, so a loaded machine cannot blur it. Both run
+ * with checkpoints off while they are counted; the step figure is over `runs` further runs of `steps` steps
+ * (their starts and ends included).
+ */
+export async function walPagesPerStep(synchronous: 'NORMAL' | 'FULL', steps = 100, runs = 5): Promise<{ step: number; raw: number }> {
+  const stores = sqliteStores(synchronous, undefined, 'inline');
+  const dir = mkdtempSync(join(tmpdir(), 'helix-wal-'));
+  const raw = new BetterSqlite3(join(dir, 'raw.db'));
+  const path = stores.sqlite.database.path;
+  const walBytes = (file: string): number => statSync(`${file}-wal`).size;
+  try {
+    const bench = helixBench(stores, steps);
+    await bench.run();
+    // A reader whose snapshot is the file without a log keeps every checkpoint from copying a frame (or
+    // starting the log again) while it is open, so the log's size counts every page the runs write.
+    const reader = new BetterSqlite3(path);
+    reader.pragma('wal_checkpoint(TRUNCATE)');
+    reader.exec('BEGIN');
+    reader.prepare('SELECT count(*) FROM sessions').pluck().get();
+    const before = walBytes(path);
+    for (let i = 0; i < runs; i++) await bench.run();
+    const step = (walBytes(path) - before) / WAL_FRAME_BYTES / (runs * steps);
+    reader.exec('COMMIT');
+    reader.close();
+    raw.pragma('journal_mode = WAL');
+    raw.pragma(`synchronous = ${synchronous}`);
+    raw.pragma('wal_autocheckpoint = 0');
+    raw.exec('CREATE TABLE bench_rows (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
+    raw.pragma('wal_checkpoint(TRUNCATE)');
+    const insert = raw.prepare('INSERT INTO bench_rows (body) VALUES (?)');
+    const body = 'r'.repeat(1024);
+    const commits = 1_000;
+    for (let i = 0; i < commits; i++) insert.run(body);
+    return { step, raw: walBytes(join(dir, 'raw.db')) / WAL_FRAME_BYTES / commits };
+  } finally {
+    raw.close();
+    stores.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /**
  * Rows a SQLite file retains after `runs` runs in ONE session (a long chat: the first run has `steps`
  * steps, each later turn answers at once as the conversation already holds them; pruned after
@@ -343,7 +389,7 @@ export async function retainedSqliteRows(runs: number, steps: number, retention?
       return {
         checkpoints: count('SELECT count(*) FROM commits WHERE checkpoint IS NOT NULL'),
         journal: count('SELECT count(*) FROM journal'),
-        chunks: count('SELECT count(*) FROM stream_chunks'),
+        chunks: count('SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM stream_batches'),
         commits: count('SELECT count(*) FROM commits'),
         messages: count('SELECT count(*) FROM messages'),
       };

@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { setImmediate as yieldNow } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { useTempDatabases } from './__tests__/temp-databases.js';
-import { CHECKPOINT_RESTART_ABOVE, CHECKPOINT_WORKER_AFTER } from './checkpointer.js';
+import { CHECKPOINT_RESTART_ABOVE, CHECKPOINT_WORKER_AFTER, restartLogPast } from './checkpointer.js';
 import { handleOf, immediate, SqliteDatabase } from './database.js';
 
 const BODY = 'x'.repeat(1000);
@@ -108,5 +108,23 @@ describe('WAL checkpoints in a background thread', () => {
     expect(largest).toBeLessThan(4 * CHECKPOINT_RESTART_ABOVE * 4096);
     database.close();
     expect(rowCount(path)).toBe(rows + CHECKPOINT_WORKER_AFTER);
+  });
+
+  it('past the hard limit the committing connection restarts the log itself: the next commit writes from its beginning', () => {
+    const path = temp.path();
+    const database = SqliteDatabase.open({ path, checkpoint: 'inline' });
+    const db = handleOf(database);
+    db.pragma('wal_autocheckpoint = 0');
+    const write = writer(database);
+    for (let i = 0; i < 300; i++) write();
+    const frames = (): number => (db.pragma('wal_checkpoint(PASSIVE)') as { log: number }[])[0]!.log;
+    expect(restartLogPast(db, path, 1_000)).toBe(false);
+    expect(frames()).toBeGreaterThan(250);
+    expect(restartLogPast(db, path, 100)).toBe(true);
+    write();
+    // Restarted: the log's frames are the one commit's, not 300 commits' and one more.
+    expect(frames()).toBeLessThan(5);
+    expect(rowCount(path)).toBe(301);
+    database.close();
   });
 });

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -20,6 +21,15 @@ export type SqliteCheckpointMode = 'background' | 'inline';
 export const CHECKPOINT_WORKER_AFTER = 256;
 /** The log size, in pages, above which the worker's checkpoint restarts the log, holding commits back while it runs. */
 export const CHECKPOINT_RESTART_ABOVE = 4_000;
+/**
+ * The log size, in pages, above which the committing connection restarts the log itself: the worker's
+ * restarting checkpoint has to catch the write lock between commits, and a writer with no pause, on a
+ * loaded machine, can keep it from doing so for long. The connection looks every
+ * {@link CHECKPOINT_LOOK_EVERY} write transactions.
+ */
+export const CHECKPOINT_HARD_LIMIT = 3 * CHECKPOINT_RESTART_ABOVE;
+/** How many write transactions pass between two looks at the log's size. */
+const CHECKPOINT_LOOK_EVERY = 256;
 /** How long the worker's restarting checkpoint waits for the lock (ms). */
 const RESTART_WAIT_MS = 2_000;
 /** How long the worker sleeps when there is nothing to copy (ms). */
@@ -86,11 +96,30 @@ round();
 const driverPath = createRequire(import.meta.url).resolve('better-sqlite3');
 
 /**
+ * Runs a restarting checkpoint on `db` when the log of the database at `path` holds more than `pages`
+ * pages; returns whether it did. Throws what the checkpoint throws (SQLITE_BUSY past the busy timeout).
+ * Package-internal.
+ */
+export function restartLogPast(db: BetterSqlite3.Database, path: string, pages: number): boolean {
+  let size: number;
+  try {
+    size = statSync(`${path}-wal`).size;
+  } catch {
+    return false;
+  }
+  const frameBytes = Number(db.pragma('page_size', { simple: true })) + 24;
+  if (size <= pages * frameBytes) return false;
+  db.pragma('wal_checkpoint(RESTART)');
+  return true;
+}
+
+/**
  * Background WAL checkpoints for one connection. After {@link CHECKPOINT_WORKER_AFTER} write
  * transactions it turns the connection's automatic checkpoint off and starts a worker thread with its own
  * connection to the file, which copies the log into the file as it grows; a log past
  * {@link CHECKPOINT_RESTART_ABOVE} pages is copied with commits held back until it can start again from its
- * beginning. When the thread stops or fails, the connection checkpoints inline again. Either way the log
+ * beginning; should the log still grow past {@link CHECKPOINT_HARD_LIMIT} pages, the connection restarts it
+ * itself. When the thread stops or fails, the connection checkpoints inline again. Either way the log
  * stays bounded. Package-internal.
  */
 export class BackgroundCheckpointer {
@@ -122,6 +151,17 @@ export class BackgroundCheckpointer {
       return;
     }
     Atomics.store(this.#shared, WRITES, writes);
+    if (writes % CHECKPOINT_LOOK_EVERY === 0) this.#bound();
+  }
+
+  /** Restarts the log from this connection when the worker let it grow past {@link CHECKPOINT_HARD_LIMIT} pages. */
+  #bound(): void {
+    try {
+      restartLogPast(this.#db, this.#path, CHECKPOINT_HARD_LIMIT);
+    } catch (error) {
+      // Busy past the timeout (another checkpoint): the next look tries again.
+      if ((error as { code?: unknown }).code !== 'SQLITE_BUSY') this.#warn(`a WAL checkpoint failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
 
   /** Stops the worker (it closes its connection); the connection checkpoints inline from now on. */

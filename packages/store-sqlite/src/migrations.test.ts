@@ -5,7 +5,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { beginRequest } from './__tests__/begin-request.js';
 import { useTempDatabases } from './__tests__/temp-databases.js';
-import { DEFAULT_SQLITE_PATH, SqliteDatabase } from './database.js';
+import { DEFAULT_SQLITE_PATH, handleOf, SqliteDatabase } from './database.js';
 import { migrateSqlite, SQLITE_MIGRATIONS, SQLITE_RECORD_VERSION, SQLITE_SCHEMA_VERSION, sqliteSchemaVersion } from './migrations.js';
 import { openSqliteStores } from './open.js';
 
@@ -126,6 +126,47 @@ describe('SQLite schema and migrations', () => {
       expect(existsSync(join(dir, '.helix', 'helix.db'))).toBe(true);
     } finally {
       process.chdir(cwd);
+    }
+  });
+
+  it('migration 4 moves the chunks of a version-3 database into stream_batches: same seqs and bodies, and the next chunk follows them', async () => {
+    const path = temp.path();
+    const raw = new BetterSqlite3(path);
+    raw.pragma('journal_mode = WAL');
+    migrateSqlite(raw, SQLITE_MIGRATIONS.slice(0, 3));
+    const chunk = (seq: number, text: string) =>
+      JSON.stringify({ type: 'text_delta', streamId: 'st', agentId: 'st', agentType: 'a', runId: 'r1', timestamp: seq, stepIndex: 0, delta: text });
+    raw.prepare("INSERT INTO stream_owners (stream_id, run_id, next_seq) VALUES ('st', 'r1', 3)").run();
+    const insert = raw.prepare("INSERT INTO stream_chunks (stream_id, seq, run_id, body) VALUES ('st', ?, 'r1', ?)");
+    ['a', 'b', 'c'].forEach((text, seq) => insert.run(seq, chunk(seq, text)));
+    raw.close();
+    const stores = openSqliteStores({ path });
+    try {
+      expect(stores.database.appliedMigrations).toEqual([4]);
+      const read = async (): Promise<{ seq: number; delta?: string }[]> => {
+        const out: { seq: number; delta?: string }[] = [];
+        for await (const c of stores.streamManager.read('st', { follow: false })) out.push(c as { seq: number; delta?: string });
+        return out;
+      };
+      expect((await read()).map((c) => [c.seq, c.delta])).toEqual([
+        [0, 'a'],
+        [1, 'b'],
+        [2, 'c'],
+      ]);
+      const writer = await stores.streamManager.claim('st', 'r1');
+      expect(writer.startSeq).toBe(3);
+      expect(await writer.write({ type: 'text_delta', streamId: 'st', agentId: 'st', agentType: 'a', runId: 'r1', timestamp: 9, stepIndex: 0, delta: 'd' })).toBe(true);
+      expect((await read()).map((c) => [c.seq, c.delta])).toEqual([
+        [0, 'a'],
+        [1, 'b'],
+        [2, 'c'],
+        [3, 'd'],
+      ]);
+      const tables = handleOf(stores.database).prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all();
+      expect(tables).toContain('stream_batches');
+      expect(tables).not.toContain('stream_chunks');
+    } finally {
+      stores.close();
     }
   });
 });

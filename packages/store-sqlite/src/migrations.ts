@@ -126,6 +126,28 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     // Partial: only checkpoint rows, so trimming to the newest N reads N + a few entries, not the session's history.
     sql: 'CREATE INDEX commits_checkpoints ON commits (sid, version) WHERE checkpoint IS NOT NULL;',
   },
+  {
+    version: 4,
+    name: 'stream_batches: the chunks one transaction writes to a stream in one row',
+    // A step's chunks were one row each in a WITHOUT ROWID table keyed by (stream, seq): appends there
+    // split pages in half, and each chunk was an insert. Now they are one row of a rowid table (appended
+    // at the end of its tree), found by (stream, last seq); the claim's next_seq is a floor that prune
+    // raises before it deletes, not a counter every write updates.
+    sql: `
+      CREATE TABLE stream_batches (
+        id INTEGER PRIMARY KEY,
+        stream_id TEXT NOT NULL,
+        first_seq INTEGER NOT NULL,
+        last_seq INTEGER NOT NULL,
+        run_id TEXT NOT NULL,
+        bodies TEXT NOT NULL
+      );
+      INSERT INTO stream_batches (stream_id, first_seq, last_seq, run_id, bodies)
+        SELECT stream_id, seq, seq, run_id, '[' || body || ']' FROM stream_chunks ORDER BY stream_id, seq;
+      DROP TABLE stream_chunks;
+      CREATE UNIQUE INDEX stream_batches_by_stream ON stream_batches (stream_id, last_seq);
+    `,
+  },
 ];
 
 /** The schema version this code writes: the last migration's. */

@@ -6,6 +6,7 @@ import type { StreamChunk } from '@helix-agents/sdk';
 import type { BeginRunRequest, StreamChunkInput } from '@helix-agents/sdk/store';
 import { createAddLoop } from '@helix-agents/sdk/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { handleOf } from './database.js';
 import { openSqliteStores } from './open.js';
 import type { SqliteStores } from './open.js';
 
@@ -58,6 +59,10 @@ describe('SQLite: a step is one write transaction, its chunks included', () => {
     expect(types.at(-1)).toBe('end');
     expect(types.filter((t) => t === 'step_start')).toHaveLength(23);
     expect(types.filter((t) => t === 'tool_end')).toHaveLength(22);
+    // ...and a step's chunks are one row: 20 more steps add 20 rows to the stream, not 20 times its chunks.
+    const rows = (sessionId: string): number =>
+      handleOf(stores.database).prepare('SELECT count(*) FROM stream_batches WHERE stream_id = ?').pluck().get(sessionId) as number;
+    expect(rows(long.sessionId) - rows(short.sessionId)).toBe(20);
     expect(types.slice(1, 6)).toEqual(['step_start', 'actions_requested', 'tool_start', 'tool_end', 'actions_completed']);
   });
 

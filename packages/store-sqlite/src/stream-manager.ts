@@ -30,10 +30,11 @@ export interface SqliteStreamManagerOptions {
 /** How many chunks one prune transaction deletes at most (the write lock is let go in between). */
 const PRUNE_BATCH = 2_000;
 
-interface ChunkRow {
-  seq: number;
+/** A row of `stream_batches`: the chunks `first_seq`, `first_seq + 1`, ... of one run, as a JSON array. */
+interface BatchRow {
+  first_seq: number;
   run_id: string;
-  body: string;
+  bodies: string;
 }
 
 interface PendingWrite {
@@ -50,13 +51,14 @@ interface WriterState {
   failure: unknown;
 }
 
-/** How many chunks a reader fetches per query. */
-const PAGE = 500;
+/** How many rows (each the chunks one transaction wrote to the stream) a reader fetches per query. */
+const PAGE = 100;
 
 /**
- * The SQLite {@link StreamManager}: chunks in `stream_chunks (stream_id, seq)`, the claim in
- * `stream_owners`. A write checks the claim in the same transaction that appends the chunk, so a
- * superseded writer in any process writes nothing. Writes issued in the same tick are committed
+ * The SQLite {@link StreamManager}: chunks in `stream_batches` (the chunks one transaction wrote to a
+ * stream, in one row with their first and last seq), the claim in `stream_owners`. A write checks the
+ * claim in the same transaction that appends the chunks, so a superseded writer in any process writes
+ * nothing. Writes issued in the same tick are committed
  * together in one transaction, in call order. Queued chunks (`writer.queue`, the run loop's path for a
  * step's chunks) wait for the next state commit on the same connection and are written in its
  * transaction (or, after `flushIntervalMs` without one, in their own); readers only ever see chunks
@@ -73,7 +75,7 @@ export class SqliteStreamManager implements StreamManager, Prunable {
   #timer: ReturnType<typeof setTimeout> | undefined;
   readonly #claim: (streamId: string, runId: string) => number;
   readonly #writeBatch: (batch: readonly PendingWrite[]) => boolean[];
-  readonly #readPage: (streamId: string, fromSeq: number) => { owner: string | undefined; rows: ChunkRow[] };
+  readonly #readPage: (streamId: string, fromSeq: number) => { owner: string | undefined; rows: BatchRow[] };
   readonly #delete: (streamId: string) => void;
   /** The run that last claimed each stream through this manager (a claim elsewhere is seen on the next write). */
   readonly #claims = new Map<string, string>();
@@ -87,18 +89,27 @@ export class SqliteStreamManager implements StreamManager, Prunable {
     this.#flushIntervalMs = Math.max(0, options.flushIntervalMs ?? 10);
     this.#chunkTtlMs = resolveRetention(options.retention).chunkTtlMs;
     const db = handleOf(database);
-    // A chunk goes when it is old enough and its run is finished: another run owns the stream now, or the
-    // owner's last chunk is its end or error. A suspended owner, and a running one, keep theirs.
-    const pruneChunks = db.prepare<[number]>(
-      `DELETE FROM stream_chunks WHERE (stream_id, seq) IN (
-         SELECT c.stream_id, c.seq FROM stream_chunks c JOIN stream_owners o ON o.stream_id = c.stream_id
-         WHERE json_extract(c.body, '$.timestamp') <= ?
+    // A batch goes when its newest chunk is old enough and its run is finished: another run owns the stream
+    // now, or the owner's last chunk is its end or error. A suspended owner, and a running one, keep theirs.
+    // Before anything goes, each stream's claim records the seq after its last chunk, so that the seqs of
+    // pruned chunks are never given out again.
+    const keepSeqs = db.prepare(
+      `UPDATE stream_owners SET next_seq = (SELECT max(b.last_seq) + 1 FROM stream_batches b WHERE b.stream_id = stream_owners.stream_id)
+       WHERE next_seq <= (SELECT max(b.last_seq) FROM stream_batches b WHERE b.stream_id = stream_owners.stream_id)`,
+    );
+    const pruneBatches = db.prepare<[number]>(
+      `DELETE FROM stream_batches WHERE id IN (
+         SELECT c.id FROM stream_batches c JOIN stream_owners o ON o.stream_id = c.stream_id
+         WHERE json_extract(c.bodies, '$[#-1].timestamp') <= ?
            AND (c.run_id <> o.run_id OR EXISTS (
-             SELECT 1 FROM stream_chunks t WHERE t.stream_id = o.stream_id AND t.seq = o.next_seq - 1 AND t.run_id = o.run_id
-               AND json_extract(t.body, '$.type') IN ('end', 'error')))
+             SELECT 1 FROM stream_batches t WHERE t.stream_id = o.stream_id AND t.last_seq = o.next_seq - 1 AND t.run_id = o.run_id
+               AND json_extract(t.bodies, '$[#-1].type') IN ('end', 'error')))
          LIMIT ${PRUNE_BATCH})`,
     );
-    this.#pruneBatch = immediate(db, (cutoff: number) => pruneChunks.run(cutoff).changes);
+    this.#pruneBatch = immediate(db, (cutoff: number) => {
+      keepSeqs.run();
+      return pruneBatches.run(cutoff).changes;
+    });
     const upsertOwner = db
       .prepare<[string, string], number>(
         'INSERT INTO stream_owners (stream_id, run_id, next_seq) VALUES (?, ?, 0) ON CONFLICT (stream_id) DO UPDATE SET run_id = excluded.run_id RETURNING next_seq',
@@ -106,28 +117,42 @@ export class SqliteStreamManager implements StreamManager, Prunable {
       .pluck();
     const owner = db.prepare<[string], { run_id: string; next_seq: number }>('SELECT run_id, next_seq FROM stream_owners WHERE stream_id = ?');
     const ownerId = db.prepare<[string], string>('SELECT run_id FROM stream_owners WHERE stream_id = ?').pluck();
-    const insertChunk = db.prepare<[string, number, string, string]>('INSERT INTO stream_chunks (stream_id, seq, run_id, body) VALUES (?, ?, ?, ?)');
-    const setNext = db.prepare<[number, string]>('UPDATE stream_owners SET next_seq = ? WHERE stream_id = ?');
-    const page = db.prepare<[string, number, number], ChunkRow>('SELECT seq, run_id, body FROM stream_chunks WHERE stream_id = ? AND seq >= ? ORDER BY seq LIMIT ?');
-    this.#claim = immediate(db, (streamId: string, runId: string) => upsertOwner.get(streamId, runId)!);
+    const lastSeq = db.prepare<[string], number>('SELECT last_seq FROM stream_batches WHERE stream_id = ? ORDER BY last_seq DESC LIMIT 1').pluck();
+    const insertBatch = db.prepare<[string, number, number, string, string]>(
+      'INSERT INTO stream_batches (stream_id, first_seq, last_seq, run_id, bodies) VALUES (?, ?, ?, ?, ?)',
+    );
+    const page = db.prepare<[string, number, number], BatchRow>(
+      'SELECT first_seq, run_id, bodies FROM stream_batches WHERE stream_id = ? AND last_seq >= ? ORDER BY last_seq LIMIT ?',
+    );
+    /** The seq the stream's next chunk gets: after its last stored chunk, and never below its claim's record. */
+    const nextSeq = (streamId: string, recorded: number): number => {
+      const last = lastSeq.get(streamId);
+      return last === undefined || last < recorded ? recorded : last + 1;
+    };
+    this.#claim = immediate(db, (streamId: string, runId: string) => nextSeq(streamId, upsertOwner.get(streamId, runId)!));
+    // The chunks a transaction accepts for one stream go in one row (one B-tree append, not one per chunk).
     const writeRows = (batch: readonly PendingWrite[]): boolean[] => {
-      const streams = new Map<string, { runId: string; next: number; start: number } | null>();
+      const streams = new Map<string, { runId: string; first: number; bodies: string[] } | null>();
       const results: boolean[] = [];
       for (const write of batch) {
         let stream = streams.get(write.streamId);
         if (stream === undefined) {
           const row = owner.get(write.streamId);
-          stream = row ? { runId: row.run_id, next: row.next_seq, start: row.next_seq } : null;
+          stream = row ? { runId: row.run_id, first: nextSeq(write.streamId, row.next_seq), bodies: [] } : null;
           streams.set(write.streamId, stream);
         }
         if (stream === null || stream.runId !== write.runId) {
           results.push(false);
           continue;
         }
-        insertChunk.run(write.streamId, stream.next++, write.runId, write.body);
+        stream.bodies.push(write.body);
         results.push(true);
       }
-      for (const [streamId, stream] of streams) if (stream && stream.next !== stream.start) setNext.run(stream.next, streamId);
+      for (const [streamId, stream] of streams) {
+        if (!stream || stream.bodies.length === 0) continue;
+        const bodies = stream.bodies.length === 1 ? `[${stream.bodies[0]!}]` : `[${stream.bodies.join(',')}]`;
+        insertBatch.run(streamId, stream.first, stream.first + stream.bodies.length - 1, stream.runId, bodies);
+      }
       return results;
     };
     this.#writeBatch = immediate(db, writeRows);
@@ -147,7 +172,7 @@ export class SqliteStreamManager implements StreamManager, Prunable {
     });
     // One snapshot: the owner and the chunks are read together, so "the run lost the stream and every chunk of it was read" is exact.
     this.#readPage = deferred(db, (streamId: string, fromSeq: number) => ({ owner: ownerId.get(streamId), rows: page.all(streamId, fromSeq, PAGE) }));
-    const deleteChunks = db.prepare<[string]>('DELETE FROM stream_chunks WHERE stream_id = ?');
+    const deleteChunks = db.prepare<[string]>('DELETE FROM stream_batches WHERE stream_id = ?');
     const deleteOwner = db.prepare<[string]>('DELETE FROM stream_owners WHERE stream_id = ?');
     this.#delete = immediate(db, (streamId: string) => {
       deleteChunks.run(streamId);
@@ -242,11 +267,16 @@ export class SqliteStreamManager implements StreamManager, Prunable {
       this.#flush();
       const { owner, rows } = this.#readPage(streamId, seq);
       for (const row of rows) {
-        seq = row.seq + 1;
-        if (runId !== undefined && row.run_id !== runId) continue;
-        const chunk = { ...(JSON.parse(row.body) as StreamChunkInput), seq: row.seq } as StreamChunk;
-        yield chunk;
-        if (runId !== undefined && isTerminalChunk(chunk)) return;
+        const chunks = JSON.parse(row.bodies) as StreamChunkInput[];
+        for (let i = 0; i < chunks.length; i++) {
+          const at = row.first_seq + i;
+          if (at < seq) continue;
+          seq = at + 1;
+          if (runId !== undefined && row.run_id !== runId) continue;
+          const chunk = Object.assign(chunks[i]!, { seq: at }) as StreamChunk;
+          yield chunk;
+          if (runId !== undefined && isTerminalChunk(chunk)) return;
+        }
       }
       if (rows.length === PAGE) continue;
       if (!follow || options.signal?.aborted) return;
