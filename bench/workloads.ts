@@ -391,7 +391,7 @@ export async function retainedSqliteRows(runs: number, steps: number, retention?
         journal: count('SELECT count(*) FROM journal'),
         chunks: count('SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM stream_batches'),
         commits: count('SELECT count(*) FROM commits'),
-        messages: count('SELECT count(*) FROM messages'),
+        messages: count('SELECT coalesce(sum(json_array_length(messages)), 0) FROM commits'),
       };
     } finally {
       raw.close();

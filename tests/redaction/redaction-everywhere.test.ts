@@ -186,7 +186,7 @@ describe('redaction covers checkpoints, journal, run records, usage, Langfuse an
     expect(runs[2]?.error?.message).toContain('[REDACTED]');
     expect(rollups.at(-1)?.tokens.total).toBeGreaterThan(0);
     expect(rollups.at(-1)?.toolStats.byTool).toHaveProperty('lookup');
-    expect(tables).toEqual(expect.arrayContaining(['sessions', 'runs', 'messages', 'commits', 'journal', 'usage', 'stream_batches']));
+    expect(tables).toEqual(expect.arrayContaining(['sessions', 'runs', 'commits', 'journal', 'usage', 'stream_batches']));
     expect(files).toContain(`${path}-wal`);
     expect(readFileSync(`${path}-wal`).toString('latin1')).toContain('[REDACTED]');
     expect(sink.spans.length).toBeGreaterThan(0);

@@ -169,4 +169,51 @@ describe('SQLite schema and migrations', () => {
       stores.close();
     }
   });
+
+  it('migration 4 moves a version-3 session\'s messages into its first commits row: the conversation, its checkpoints and a rewind across the moved rows read as before', async () => {
+    const path = temp.path();
+    const rows = (tag: string, n: number) => Array.from({ length: n }, (_, i) => ({ role: 'assistant' as const, content: `${tag}${i}` }));
+    const step = (stepIndex: number, messages: { role: 'assistant'; content: string }[], n: number) =>
+      ({ sessionId: 's1', runId: 'r1', epoch: 1, kind: 'step', stepIndex, appendMessages: messages, state: { n }, checkpoint: 'step', committedAt: 2 + stepIndex }) as const;
+    const first = openSqliteStores({ path });
+    await first.stateStore.beginRun(beginRequest('s1', 'r1', { initialState: { n: 0 } }));
+    const turnStart = await first.stateStore.commit({ sessionId: 's1', runId: 'r1', epoch: 1, kind: 'turn_start', appendMessages: [{ role: 'user', content: 'hello' }], checkpoint: 'turn_start', committedAt: 1 });
+    const step0 = await first.stateStore.commit(step(0, rows('a', 2), 1));
+    const step1 = await first.stateStore.commit(step(1, rows('b', 2), 2));
+    await first.stateStore.commit({ sessionId: 's1', runId: 'r1', epoch: 1, kind: 'terminal', runStatus: 'completed', committedAt: 9 });
+    const conversation = (await first.stateStore.loadSession('s1'))!.messages;
+    first.close();
+    // Back to the version-3 layout: messages as rows of their own, chunks in stream_chunks.
+    const raw = new BetterSqlite3(path);
+    raw.exec(`
+      CREATE TABLE messages (id INTEGER PRIMARY KEY, sid INTEGER NOT NULL, idx INTEGER NOT NULL, body TEXT NOT NULL);
+      CREATE UNIQUE INDEX messages_by_session ON messages (sid, idx);
+      INSERT INTO messages (sid, idx, body) SELECT c.sid, c.messages_at + j.key, j.value FROM commits c, json_each(c.messages) j WHERE c.messages IS NOT NULL ORDER BY c.version, j.key;
+      ALTER TABLE commits DROP COLUMN messages;
+      ALTER TABLE commits DROP COLUMN messages_at;
+      DROP TABLE stream_batches;
+      CREATE TABLE stream_chunks (stream_id TEXT NOT NULL, seq INTEGER NOT NULL, run_id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (stream_id, seq)) WITHOUT ROWID;
+      DELETE FROM helix_migrations WHERE version = 4;
+    `);
+    expect(raw.prepare('SELECT count(*) FROM messages').pluck().get()).toBe(5);
+    raw.close();
+    const stores = openSqliteStores({ path });
+    try {
+      expect(stores.database.appliedMigrations).toEqual([4]);
+      expect((await stores.stateStore.loadSession('s1'))?.messages).toEqual(conversation);
+      expect((await stores.stateStore.loadCheckpoint('s1', step0.checkpointId!))?.messages).toEqual(conversation.slice(0, 3));
+      expect((await stores.stateStore.loadCheckpoint('s1', turnStart.checkpointId!))?.messages).toEqual(conversation.slice(0, 1));
+      // The rewind cuts inside the first row, which now holds all five messages.
+      const { session } = await stores.stateStore.beginRun({ ...beginRequest('s1', 'r2', { newTurn: false, signal: 'retry' }), restoreCheckpointId: step0.checkpointId! });
+      expect(session).toMatchObject({ state: { n: 1 }, messages: conversation.slice(0, 3) });
+      expect(await stores.stateStore.loadCheckpoint('s1', step1.checkpointId!)).toBeUndefined();
+      const receipt = await stores.stateStore.commit({ sessionId: 's1', runId: 'r2', epoch: 1, kind: 'step', stepIndex: 0, appendMessages: rows('c', 1), checkpoint: 'step', committedAt: 20 });
+      expect(receipt.messageCount).toBe(4);
+      expect((await stores.stateStore.loadSession('s1'))?.messages).toEqual([...conversation.slice(0, 3), ...rows('c', 1)]);
+      const tables = handleOf(stores.database).prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all();
+      expect(tables).not.toContain('messages');
+    } finally {
+      stores.close();
+    }
+  });
 });

@@ -128,11 +128,14 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   },
   {
     version: 4,
-    name: 'stream_batches: the chunks one transaction writes to a stream in one row',
-    // A step's chunks were one row each in a WITHOUT ROWID table keyed by (stream, seq): appends there
-    // split pages in half, and each chunk was an insert. Now they are one row of a rowid table (appended
-    // at the end of its tree), found by (stream, last seq); the claim's next_seq is a floor that prune
-    // raises before it deletes, not a counter every write updates.
+    name: 'stream_batches and commits.messages: fewer B-trees a step writes',
+    // A step wrote about thirteen pages of log, one at least for every B-tree it touched. Its chunks were a
+    // row each in a WITHOUT ROWID table keyed by (stream, seq), where appends split pages in half; now the
+    // chunks one transaction writes to a stream are one row of a rowid table (appended at the end of its
+    // tree), found by (stream, last seq), and the claim's next_seq is a floor that prune raises before it
+    // deletes, not a counter every write updates. Messages were rows of their own with an index; now they
+    // ride in the commits row that appends them (`messages`, a JSON array, the first at index
+    // `messages_at`). A session's existing messages move to its first row.
     sql: `
       CREATE TABLE stream_batches (
         id INTEGER PRIMARY KEY,
@@ -146,6 +149,14 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         SELECT stream_id, seq, seq, run_id, '[' || body || ']' FROM stream_chunks ORDER BY stream_id, seq;
       DROP TABLE stream_chunks;
       CREATE UNIQUE INDEX stream_batches_by_stream ON stream_batches (stream_id, last_seq);
+      ALTER TABLE commits ADD COLUMN messages TEXT;
+      ALTER TABLE commits ADD COLUMN messages_at INTEGER;
+      UPDATE commits SET
+          messages = (SELECT json_group_array(json(body)) FROM (SELECT m.body FROM messages m WHERE m.sid = commits.sid ORDER BY m.idx)),
+          messages_at = 0
+        WHERE version = (SELECT min(c.version) FROM commits c WHERE c.sid = commits.sid)
+          AND EXISTS (SELECT 1 FROM messages m WHERE m.sid = commits.sid);
+      DROP TABLE messages;
     `,
   },
 ];

@@ -184,8 +184,8 @@ const PRUNE_BATCH = 2_000;
  * `@helix-agents/sdk/store` for a plan, and writes the plan. BEGIN IMMEDIATE takes the database's write
  * lock before the read, so nothing can change between the read and the write: two connections or two
  * processes on the same file cannot both win, and a refused write writes nothing. A step commit inserts
- * its message rows and one `commits` row (the session's new counters, state, usage and checkpoint) and
- * updates nothing else. Statements are prepared once per store.
+ * one `commits` row (the session's new counters, the messages it appends, state, usage and checkpoint)
+ * and updates nothing else. Statements are prepared once per store.
  */
 export class SqliteStateStore implements StateStore, UsageStore, Prunable {
   /** The database this store writes. */
@@ -237,7 +237,6 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
     this.#append = joined(db, (entry) => this.#doAppend(entry));
     this.#requestStop = immediate(db, (runId, request) => this.#doRequestStop(runId, request));
     const del = {
-      messages: db.prepare<[number]>('DELETE FROM messages WHERE sid = ?'),
       commits: db.prepare<[number]>('DELETE FROM commits WHERE sid = ?'),
       journal: db.prepare<[string]>('DELETE FROM journal WHERE run_id IN (SELECT run_id FROM runs WHERE session_id = ?)'),
       runs: db.prepare<[string]>('DELETE FROM runs WHERE session_id = ?'),
@@ -251,7 +250,6 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
       const current = row.current_run_id === null ? undefined : this.#run(row.current_run_id);
       const refused = planDeleteSession({ sessionId, currentRun: current && { runId: current.runId, status: current.status } });
       if (refused) throw refused;
-      del.messages.run(row.sid);
       del.commits.run(row.sid);
       del.journal.run(sessionId);
       del.runs.run(sessionId);
@@ -265,15 +263,15 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
          LEFT JOIN sessions s ON s.session_id = r.session_id WHERE s.current_run_id IS NOT j.run_id)`,
     );
     // Commit rows nothing reads: not a session's head (its last row), not its genesis (version 1), not a
-    // checkpoint, and not the row holding the state of one of those. Rows that carry usage stay (the
-    // rollup reads them), without their state.
+    // checkpoint, and not the row holding the state of one of those. Rows that carry usage (the rollup
+    // reads them) or messages (the conversation) stay, without their state.
     const unread = `WITH heads AS (SELECT sid, max(version) AS v FROM commits GROUP BY sid),
         keep AS (SELECT coalesce(c.state_ref, c.id) AS id FROM commits c WHERE c.checkpoint IS NOT NULL
           UNION SELECT coalesce(c.state_ref, c.id) FROM commits c JOIN heads h ON h.sid = c.sid AND h.v = c.version)
       SELECT c.id FROM commits c JOIN heads h ON h.sid = c.sid
       WHERE c.checkpoint IS NULL AND c.version > 1 AND c.version < h.v AND c.id NOT IN (SELECT id FROM keep)`;
-    const dropCommits = db.prepare(`DELETE FROM commits WHERE id IN (${unread} AND c.usage IS NULL LIMIT ${PRUNE_BATCH})`);
-    const dropStates = db.prepare(`UPDATE commits SET state = NULL WHERE id IN (${unread} AND c.usage IS NOT NULL AND c.state IS NOT NULL LIMIT ${PRUNE_BATCH})`);
+    const dropCommits = db.prepare(`DELETE FROM commits WHERE id IN (${unread} AND c.usage IS NULL AND c.messages IS NULL LIMIT ${PRUNE_BATCH})`);
+    const dropStates = db.prepare(`UPDATE commits SET state = NULL WHERE id IN (${unread} AND (c.usage IS NOT NULL OR c.messages IS NOT NULL) AND c.state IS NOT NULL LIMIT ${PRUNE_BATCH})`);
     this.#prune = immediate(db, () => ({ journalEntries: deadJournals.run().changes, records: dropCommits.run().changes + dropStates.run().changes }));
     // Reads run in one (deferred) transaction so that they see one snapshot of the database, never part of a commit.
     this.#readSession = deferred(db, (sessionId) => {
@@ -453,7 +451,8 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
     let stateRef = head?.state_ref ?? null;
     if (rewind) {
       // Later checkpoints stop being checkpoints (their rows stay: versions only grow).
-      q.deleteMessages.run(sid, rewind.messageCount);
+      q.dropMessagesFrom.run(sid, rewind.messageCount);
+      q.cutMessagesAt.run(rewind.messageCount, sid, rewind.messageCount, rewind.messageCount);
       q.dropCheckpoints.run(sid, rewind.to === 'genesis' ? 0 : rewind.checkpoint.version);
       if (!plan.create) stateRef = rewind.to === 'genesis' ? q.genesis.get(sid)! : rewind.checkpoint.stateRef;
     }
@@ -478,6 +477,8 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
       null,
       null,
       request.startedAt,
+      null,
+      null,
     );
   }
 
@@ -498,11 +499,11 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
     return { version: plan.session.version, messageCount: plan.session.messageCount, ...(plan.checkpoint ? { checkpointId: `cp_${id}` } : {}) };
   }
 
-  /** Writes a commit's plan: its message rows, the turn, one commits row, the journal drop, the runs row if it changes. Returns the commits row's id. */
+  /** Writes a commit's plan: the turn, one commits row (with the messages it appends), the journal drop, the runs row if it changes. Returns the commits row's id. */
   #writeCommit(commit: Commit, plan: CommitPlan, sid: number, head: HeadRow): number {
     const q = this.#q;
     const { session, append } = plan;
-    append.messages.forEach((message, i) => q.insertMessage.run(sid, append.at + i, JSON.stringify(message)));
+    const messages = append.messages.length === 0 ? null : JSON.stringify(append.messages);
     if (plan.turnChanged) q.setTurn.run(json(session.turn), sid);
     const stateText = commit.state === undefined ? null : JSON.stringify(commit.state);
     const usage = commit.usage && commit.usage.length > 0 ? JSON.stringify(commit.usage) : null;
@@ -520,6 +521,8 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
       plan.checkpoint?.kind ?? null,
       usage,
       commit.committedAt,
+      messages,
+      messages === null ? null : append.at,
     );
     // Only the newest checkpoints stay checkpoints (their rows stay: versions and states live on them).
     if (plan.checkpoint && Number.isFinite(this.#keepCheckpoints)) q.trimCheckpoints.run(sid, this.#keepCheckpoints);
@@ -584,7 +587,12 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
   }
 
   #messages(sid: number, count: number): Message[] {
-    return this.#q.messages.all(sid, count).map((body) => JSON.parse(body) as Message);
+    const out: Message[] = [];
+    for (const row of this.#q.messages.all(sid, count)) {
+      const messages = JSON.parse(row.messages) as Message[];
+      for (let i = 0; i < messages.length && row.messages_at + i < count; i++) out.push(messages[i]!);
+    }
+    return out;
   }
 
   #snapshot(row: SessionRow): SessionSnapshot {
@@ -630,16 +638,23 @@ function prepare(db: BetterSqlite3.Database) {
     ),
     genesis: db.prepare<[number], number>('SELECT id FROM commits WHERE sid = ? AND version = 1').pluck(),
     stateAt: db.prepare<[number], string>('SELECT state FROM commits WHERE id = ?').pluck(),
-    insertCommit: db.prepare<[number, number, string, string, number, number, number, string, string | null, number | null, string | null, string | null, number]>(
-      'INSERT INTO commits (sid, version, run_id, kind, message_count, step_count, run_step_count, run_steps, state, state_ref, checkpoint, usage, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    insertCommit: db.prepare<[number, number, string, string, number, number, number, string, string | null, number | null, string | null, string | null, number, string | null, number | null]>(
+      'INSERT INTO commits (sid, version, run_id, kind, message_count, step_count, run_step_count, run_steps, state, state_ref, checkpoint, usage, committed_at, messages, messages_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),
-    messages: db.prepare<[number, number], string>('SELECT body FROM messages WHERE sid = ? AND idx < ? ORDER BY idx').pluck(),
-    deleteMessages: db.prepare<[number, number]>('DELETE FROM messages WHERE sid = ? AND idx >= ?'),
+    // The conversation is the messages of the session's commits rows, in version order, each row's from its
+    // messages_at on (a rewind cuts them: rows from the cut on lose theirs, a row across it keeps its part).
+    messages: db.prepare<[number, number], { messages_at: number; messages: string }>(
+      'SELECT messages_at, messages FROM commits WHERE sid = ? AND messages IS NOT NULL AND messages_at < ? ORDER BY version',
+    ),
+    dropMessagesFrom: db.prepare<[number, number]>('UPDATE commits SET messages = NULL, messages_at = NULL WHERE sid = ? AND messages IS NOT NULL AND messages_at >= ?'),
+    cutMessagesAt: db.prepare<[number, number, number, number]>(
+      `UPDATE commits SET messages = (SELECT json_group_array(json(value)) FROM (SELECT value FROM json_each(commits.messages) WHERE key < ? - commits.messages_at ORDER BY key))
+       WHERE sid = ? AND messages IS NOT NULL AND messages_at < ? AND messages_at + json_array_length(messages) > ?`,
+    ),
     dropCheckpoints: db.prepare<[number, number]>('UPDATE commits SET checkpoint = NULL WHERE sid = ? AND version > ? AND checkpoint IS NOT NULL'),
     trimCheckpoints: db.prepare<[number, number]>(
       `UPDATE commits SET checkpoint = NULL WHERE id IN (SELECT id FROM commits INDEXED BY commits_checkpoints WHERE sid = ? AND checkpoint IS NOT NULL ORDER BY version DESC LIMIT ${TRIM_BATCH} OFFSET ?)`,
     ),
-    insertMessage: db.prepare<[number, number, string]>('INSERT INTO messages (sid, idx, body) VALUES (?, ?, ?)'),
     checkpoints: db.prepare<[number], CheckpointRow>(
       'SELECT id, version, run_id, checkpoint, step_count, message_count, committed_at FROM commits WHERE sid = ? AND checkpoint IS NOT NULL ORDER BY version',
     ),

@@ -37,18 +37,34 @@ interface BatchRow {
   bodies: string;
 }
 
+/** Who learns how a write went: the writer of a queued chunk, or the promise of a written one. */
+interface WriteOutcome {
+  done(written: boolean): void;
+  fail(error: unknown): void;
+}
+
 interface PendingWrite {
   readonly streamId: string;
   readonly runId: string;
   readonly body: string;
-  readonly resolve: (written: boolean) => void;
-  readonly reject: (error: unknown) => void;
+  readonly outcome: WriteOutcome;
 }
 
-/** What a writer learnt from the writes it queued: that it lost the stream, or that a write failed. */
-interface WriterState {
-  lost: boolean;
-  failure: unknown;
+/**
+ * What a writer learnt from the writes it queued: that it lost the stream, or that a write failed. One per
+ * writer, the outcome of every chunk it queues (a queued chunk costs no closure of its own).
+ */
+class WriterState implements WriteOutcome {
+  lost = false;
+  failure: unknown = undefined;
+
+  done(written: boolean): void {
+    if (!written) this.lost = true;
+  }
+
+  fail(error: unknown): void {
+    this.failure = error;
+  }
 }
 
 /** How many rows (each the chunks one transaction wrote to the stream) a reader fetches per query. */
@@ -115,7 +131,11 @@ export class SqliteStreamManager implements StreamManager, Prunable {
         'INSERT INTO stream_owners (stream_id, run_id, next_seq) VALUES (?, ?, 0) ON CONFLICT (stream_id) DO UPDATE SET run_id = excluded.run_id RETURNING next_seq',
       )
       .pluck();
-    const owner = db.prepare<[string], { run_id: string; next_seq: number }>('SELECT run_id, next_seq FROM stream_owners WHERE stream_id = ?');
+    // The claim and the seq after the stream's last stored chunk, in one statement.
+    const owner = db.prepare<[string], { run_id: string; next_seq: number; last_seq: number | null }>(
+      `SELECT o.run_id, o.next_seq, (SELECT b.last_seq FROM stream_batches b WHERE b.stream_id = o.stream_id ORDER BY b.last_seq DESC LIMIT 1) AS last_seq
+       FROM stream_owners o WHERE o.stream_id = ?`,
+    );
     const ownerId = db.prepare<[string], string>('SELECT run_id FROM stream_owners WHERE stream_id = ?').pluck();
     const lastSeq = db.prepare<[string], number>('SELECT last_seq FROM stream_batches WHERE stream_id = ? ORDER BY last_seq DESC LIMIT 1').pluck();
     const insertBatch = db.prepare<[string, number, number, string, string]>(
@@ -125,11 +145,8 @@ export class SqliteStreamManager implements StreamManager, Prunable {
       'SELECT first_seq, run_id, bodies FROM stream_batches WHERE stream_id = ? AND last_seq >= ? ORDER BY last_seq LIMIT ?',
     );
     /** The seq the stream's next chunk gets: after its last stored chunk, and never below its claim's record. */
-    const nextSeq = (streamId: string, recorded: number): number => {
-      const last = lastSeq.get(streamId);
-      return last === undefined || last < recorded ? recorded : last + 1;
-    };
-    this.#claim = immediate(db, (streamId: string, runId: string) => nextSeq(streamId, upsertOwner.get(streamId, runId)!));
+    const nextSeq = (recorded: number, last: number | null | undefined): number => (last === undefined || last === null || last < recorded ? recorded : last + 1);
+    this.#claim = immediate(db, (streamId: string, runId: string) => nextSeq(upsertOwner.get(streamId, runId)!, lastSeq.get(streamId)));
     // The chunks a transaction accepts for one stream go in one row (one B-tree append, not one per chunk).
     const writeRows = (batch: readonly PendingWrite[]): boolean[] => {
       const streams = new Map<string, { runId: string; first: number; bodies: string[] } | null>();
@@ -138,7 +155,7 @@ export class SqliteStreamManager implements StreamManager, Prunable {
         let stream = streams.get(write.streamId);
         if (stream === undefined) {
           const row = owner.get(write.streamId);
-          stream = row ? { runId: row.run_id, first: nextSeq(write.streamId, row.next_seq), bodies: [] } : null;
+          stream = row ? { runId: row.run_id, first: nextSeq(row.next_seq, row.last_seq), bodies: [] } : null;
           streams.set(write.streamId, stream);
         }
         if (stream === null || stream.runId !== write.runId) {
@@ -191,7 +208,7 @@ export class SqliteStreamManager implements StreamManager, Prunable {
     const startSeq = this.#claim(streamId, runId);
     this.#claims.set(streamId, runId);
     this.#wake(streamId);
-    const state: WriterState = { lost: false, failure: undefined };
+    const state = new WriterState();
     const claims = this.#claims;
     const owns = (): boolean => !state.lost && claims.get(streamId) === runId;
     return {
@@ -209,17 +226,7 @@ export class SqliteStreamManager implements StreamManager, Prunable {
       queue: (chunk: StreamChunkInput) => {
         if (state.failure !== undefined) throw state.failure;
         if (!owns()) return;
-        this.#pending.push({
-          streamId,
-          runId,
-          body: JSON.stringify(chunk),
-          resolve: (written) => {
-            if (!written) state.lost = true;
-          },
-          reject: (error) => {
-            state.failure = error;
-          },
-        });
+        this.#pending.push({ streamId, runId, body: JSON.stringify(chunk), outcome: state });
         this.#timer ??= setTimeout(() => {
           this.#timer = undefined;
           this.#flush();
@@ -288,7 +295,7 @@ export class SqliteStreamManager implements StreamManager, Prunable {
 
   #enqueue(streamId: string, runId: string, body: string): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
-      this.#pending.push({ streamId, runId, body, resolve, reject });
+      this.#pending.push({ streamId, runId, body, outcome: { done: resolve, fail: reject } });
       if (!this.#flushScheduled) {
         this.#flushScheduled = true;
         queueMicrotask(() => this.#flush());
@@ -310,7 +317,7 @@ export class SqliteStreamManager implements StreamManager, Prunable {
       const failure = AgentError.isInstance(error)
         ? error
         : new AgentError('stream_closed', `SQLite could not write to the stream: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-      for (const write of batch) write.reject(failure);
+      for (const write of batch) write.outcome.fail(failure);
       return;
     }
     this.#settle(batch, results);
@@ -333,12 +340,16 @@ export class SqliteStreamManager implements StreamManager, Prunable {
 
   /** The writes of a batch are stored: their writers learn whether they still owned the stream, readers wake. */
   #settle(batch: readonly PendingWrite[], results: readonly boolean[]): void {
-    const touched = new Set<string>();
-    batch.forEach((write, i) => {
-      write.resolve(results[i] === true);
-      touched.add(write.streamId);
-    });
-    for (const streamId of touched) this.#wake(streamId);
+    // Most batches are one stream's (a step's chunks): a set only when there are more.
+    const first = batch[0]?.streamId;
+    let others: Set<string> | undefined;
+    for (let i = 0; i < batch.length; i++) {
+      const write = batch[i]!;
+      write.outcome.done(results[i] === true);
+      if (write.streamId !== first) (others ??= new Set()).add(write.streamId);
+    }
+    if (first !== undefined) this.#wake(first);
+    if (others) for (const streamId of others) this.#wake(streamId);
   }
 
   #wake(streamId: string): void {
