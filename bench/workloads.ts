@@ -389,7 +389,7 @@ export async function retainedSqliteRows(runs: number, steps: number, retention?
       return {
         checkpoints: count('SELECT count(*) FROM commits WHERE checkpoint IS NOT NULL'),
         journal: count('SELECT count(*) FROM journal'),
-        chunks: count('SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM stream_batches'),
+        chunks: count('SELECT coalesce(sum(key % 4294967296 - first_seq + 1), 0) FROM stream_batches'),
         commits: count('SELECT count(*) FROM commits'),
         messages: count('SELECT coalesce(sum(json_array_length(messages)), 0) FROM commits'),
       };

@@ -193,6 +193,10 @@ describe('SQLite schema and migrations', () => {
       ALTER TABLE commits DROP COLUMN messages_at;
       DROP TABLE stream_batches;
       CREATE TABLE stream_chunks (stream_id TEXT NOT NULL, seq INTEGER NOT NULL, run_id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (stream_id, seq)) WITHOUT ROWID;
+      CREATE TABLE stream_owners_3 (stream_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, next_seq INTEGER NOT NULL) WITHOUT ROWID;
+      INSERT INTO stream_owners_3 SELECT stream_id, run_id, next_seq FROM stream_owners;
+      DROP TABLE stream_owners;
+      ALTER TABLE stream_owners_3 RENAME TO stream_owners;
       DELETE FROM helix_migrations WHERE version = 4;
     `);
     expect(raw.prepare('SELECT count(*) FROM messages').pluck().get()).toBe(5);

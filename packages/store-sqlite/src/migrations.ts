@@ -131,24 +131,32 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     name: 'stream_batches and commits.messages: fewer B-trees a step writes',
     // A step wrote about thirteen pages of log, one at least for every B-tree it touched. Its chunks were a
     // row each in a WITHOUT ROWID table keyed by (stream, seq), where appends split pages in half; now the
-    // chunks one transaction writes to a stream are one row of a rowid table (appended at the end of its
-    // tree), found by (stream, last seq), and the claim's next_seq is a floor that prune raises before it
-    // deletes, not a counter every write updates. Messages were rows of their own with an index; now they
+    // chunks one transaction writes to a stream are one row of a rowid table whose key is the stream's small
+    // integer key (`stream_owners.sk`) times 2^32 plus the last seq, so the table's own tree finds a
+    // stream's rows in order and no index is written per step; the claim's next_seq is a floor that prune
+    // raises before it deletes, not a counter every write updates. Messages were rows of their own with an index; now they
     // ride in the commits row that appends them (`messages`, a JSON array, the first at index
     // `messages_at`). A session's existing messages move to its first row.
     sql: `
+      CREATE TABLE stream_owners_4 (
+        sk INTEGER PRIMARY KEY,
+        stream_id TEXT NOT NULL UNIQUE,
+        run_id TEXT NOT NULL,
+        next_seq INTEGER NOT NULL
+      );
+      INSERT INTO stream_owners_4 (stream_id, run_id, next_seq) SELECT stream_id, run_id, next_seq FROM stream_owners ORDER BY stream_id;
       CREATE TABLE stream_batches (
-        id INTEGER PRIMARY KEY,
-        stream_id TEXT NOT NULL,
+        key INTEGER PRIMARY KEY,
         first_seq INTEGER NOT NULL,
-        last_seq INTEGER NOT NULL,
         run_id TEXT NOT NULL,
         bodies TEXT NOT NULL
       );
-      INSERT INTO stream_batches (stream_id, first_seq, last_seq, run_id, bodies)
-        SELECT stream_id, seq, seq, run_id, '[' || body || ']' FROM stream_chunks ORDER BY stream_id, seq;
+      INSERT INTO stream_batches (key, first_seq, run_id, bodies)
+        SELECT o.sk * 4294967296 + c.seq, c.seq, c.run_id, '[' || c.body || ']' FROM stream_chunks c JOIN stream_owners_4 o ON o.stream_id = c.stream_id
+        ORDER BY o.sk, c.seq;
       DROP TABLE stream_chunks;
-      CREATE UNIQUE INDEX stream_batches_by_stream ON stream_batches (stream_id, last_seq);
+      DROP TABLE stream_owners;
+      ALTER TABLE stream_owners_4 RENAME TO stream_owners;
       ALTER TABLE commits ADD COLUMN messages TEXT;
       ALTER TABLE commits ADD COLUMN messages_at INTEGER;
       UPDATE commits SET

@@ -61,7 +61,7 @@ describe('SQLite: a step is one write transaction, its chunks included', () => {
     expect(types.filter((t) => t === 'tool_end')).toHaveLength(22);
     // ...and a step's chunks are one row: 20 more steps add 20 rows to the stream, not 20 times its chunks.
     const rows = (sessionId: string): number =>
-      handleOf(stores.database).prepare('SELECT count(*) FROM stream_batches WHERE stream_id = ?').pluck().get(sessionId) as number;
+      handleOf(stores.database).prepare('SELECT count(*) FROM stream_batches b JOIN stream_owners o ON b.key / 4294967296 = o.sk WHERE o.stream_id = ?').pluck().get(sessionId) as number;
     expect(rows(long.sessionId) - rows(short.sessionId)).toBe(20);
     expect(types.slice(1, 6)).toEqual(['step_start', 'actions_requested', 'tool_start', 'tool_end', 'actions_completed']);
   });

@@ -67,12 +67,16 @@ class WriterState implements WriteOutcome {
   }
 }
 
+/** The seqs of one stream in `stream_batches`' keys: a stream's rows are keys [sk * SPAN, (sk + 1) * SPAN). */
+const SPAN = 4_294_967_296;
+
 /** How many rows (each the chunks one transaction wrote to the stream) a reader fetches per query. */
 const PAGE = 100;
 
 /**
  * The SQLite {@link StreamManager}: chunks in `stream_batches` (the chunks one transaction wrote to a
- * stream, in one row with their first and last seq), the claim in `stream_owners`. A write checks the
+ * stream, in one row keyed by the stream's small integer key and their last seq), the claim in
+ * `stream_owners`. A write checks the
  * claim in the same transaction that appends the chunks, so a superseded writer in any process writes
  * nothing. Writes issued in the same tick are committed
  * together in one transaction, in call order. Queued chunks (`writer.queue`, the run loop's path for a
@@ -105,20 +109,20 @@ export class SqliteStreamManager implements StreamManager, Prunable {
     this.#flushIntervalMs = Math.max(0, options.flushIntervalMs ?? 10);
     this.#chunkTtlMs = resolveRetention(options.retention).chunkTtlMs;
     const db = handleOf(database);
+    // A stream's batches are the rowid range [sk * SPAN, (sk + 1) * SPAN) of stream_batches, the row's key
+    // sk * SPAN + its last seq: the table's own tree finds them, no index is written per step.
     // A batch goes when its newest chunk is old enough and its run is finished: another run owns the stream
     // now, or the owner's last chunk is its end or error. A suspended owner, and a running one, keep theirs.
     // Before anything goes, each stream's claim records the seq after its last chunk, so that the seqs of
     // pruned chunks are never given out again.
-    const keepSeqs = db.prepare(
-      `UPDATE stream_owners SET next_seq = (SELECT max(b.last_seq) + 1 FROM stream_batches b WHERE b.stream_id = stream_owners.stream_id)
-       WHERE next_seq <= (SELECT max(b.last_seq) FROM stream_batches b WHERE b.stream_id = stream_owners.stream_id)`,
-    );
+    const lastKey = `(SELECT max(b.key) FROM stream_batches b WHERE b.key >= stream_owners.sk * ${SPAN} AND b.key < (stream_owners.sk + 1) * ${SPAN})`;
+    const keepSeqs = db.prepare(`UPDATE stream_owners SET next_seq = ${lastKey} - sk * ${SPAN} + 1 WHERE next_seq <= ${lastKey} - sk * ${SPAN}`);
     const pruneBatches = db.prepare<[number]>(
-      `DELETE FROM stream_batches WHERE id IN (
-         SELECT c.id FROM stream_batches c JOIN stream_owners o ON o.stream_id = c.stream_id
+      `DELETE FROM stream_batches WHERE key IN (
+         SELECT c.key FROM stream_batches c JOIN stream_owners o ON o.sk = c.key / ${SPAN}
          WHERE json_extract(c.bodies, '$[#-1].timestamp') <= ?
            AND (c.run_id <> o.run_id OR EXISTS (
-             SELECT 1 FROM stream_batches t WHERE t.stream_id = o.stream_id AND t.last_seq = o.next_seq - 1 AND t.run_id = o.run_id
+             SELECT 1 FROM stream_batches t WHERE t.key = o.sk * ${SPAN} + o.next_seq - 1 AND t.run_id = o.run_id
                AND json_extract(t.bodies, '$[#-1].type') IN ('end', 'error')))
          LIMIT ${PRUNE_BATCH})`,
     );
@@ -126,36 +130,38 @@ export class SqliteStreamManager implements StreamManager, Prunable {
       keepSeqs.run();
       return pruneBatches.run(cutoff).changes;
     });
-    const upsertOwner = db
-      .prepare<[string, string], number>(
-        'INSERT INTO stream_owners (stream_id, run_id, next_seq) VALUES (?, ?, 0) ON CONFLICT (stream_id) DO UPDATE SET run_id = excluded.run_id RETURNING next_seq',
-      )
-      .pluck();
-    // The claim and the seq after the stream's last stored chunk, in one statement.
-    const owner = db.prepare<[string], { run_id: string; next_seq: number; last_seq: number | null }>(
-      `SELECT o.run_id, o.next_seq, (SELECT b.last_seq FROM stream_batches b WHERE b.stream_id = o.stream_id ORDER BY b.last_seq DESC LIMIT 1) AS last_seq
-       FROM stream_owners o WHERE o.stream_id = ?`,
+    const upsertOwner = db.prepare<[string, string], { sk: number; next_seq: number }>(
+      'INSERT INTO stream_owners (stream_id, run_id, next_seq) VALUES (?, ?, 0) ON CONFLICT (stream_id) DO UPDATE SET run_id = excluded.run_id RETURNING sk, next_seq',
     );
+    const lastSeqOf = `(SELECT b.key - o.sk * ${SPAN} FROM stream_batches b WHERE b.key >= o.sk * ${SPAN} AND b.key < (o.sk + 1) * ${SPAN} ORDER BY b.key DESC LIMIT 1)`;
+    // The claim and the seq of the stream's last stored chunk, in one statement.
+    const owner = db.prepare<[string], { sk: number; run_id: string; next_seq: number; last_seq: number | null }>(
+      `SELECT o.sk, o.run_id, o.next_seq, ${lastSeqOf} AS last_seq FROM stream_owners o WHERE o.stream_id = ?`,
+    );
+    const lastSeq = db.prepare<[string], number | null>(`SELECT ${lastSeqOf} FROM stream_owners o WHERE o.stream_id = ?`).pluck();
     const ownerId = db.prepare<[string], string>('SELECT run_id FROM stream_owners WHERE stream_id = ?').pluck();
-    const lastSeq = db.prepare<[string], number>('SELECT last_seq FROM stream_batches WHERE stream_id = ? ORDER BY last_seq DESC LIMIT 1').pluck();
-    const insertBatch = db.prepare<[string, number, number, string, string]>(
-      'INSERT INTO stream_batches (stream_id, first_seq, last_seq, run_id, bodies) VALUES (?, ?, ?, ?, ?)',
+    const insertBatch = db.prepare<[number, number, number, string, string]>(
+      `INSERT INTO stream_batches (key, first_seq, run_id, bodies) VALUES (? * ${SPAN} + ?, ?, ?, ?)`,
     );
-    const page = db.prepare<[string, number, number], BatchRow>(
-      'SELECT first_seq, run_id, bodies FROM stream_batches WHERE stream_id = ? AND last_seq >= ? ORDER BY last_seq LIMIT ?',
+    const page = db.prepare<[number, string, number], BatchRow>(
+      `SELECT b.first_seq, b.run_id, b.bodies FROM stream_owners o JOIN stream_batches b ON b.key >= o.sk * ${SPAN} + ? AND b.key < (o.sk + 1) * ${SPAN}
+       WHERE o.stream_id = ? ORDER BY b.key LIMIT ?`,
     );
     /** The seq the stream's next chunk gets: after its last stored chunk, and never below its claim's record. */
     const nextSeq = (recorded: number, last: number | null | undefined): number => (last === undefined || last === null || last < recorded ? recorded : last + 1);
-    this.#claim = immediate(db, (streamId: string, runId: string) => nextSeq(upsertOwner.get(streamId, runId)!, lastSeq.get(streamId)));
+    this.#claim = immediate(db, (streamId: string, runId: string) => {
+      const claimed = upsertOwner.get(streamId, runId)!;
+      return nextSeq(claimed.next_seq, lastSeq.get(streamId));
+    });
     // The chunks a transaction accepts for one stream go in one row (one B-tree append, not one per chunk).
     const writeRows = (batch: readonly PendingWrite[]): boolean[] => {
-      const streams = new Map<string, { runId: string; first: number; bodies: string[] } | null>();
+      const streams = new Map<string, { sk: number; runId: string; first: number; bodies: string[] } | null>();
       const results: boolean[] = [];
       for (const write of batch) {
         let stream = streams.get(write.streamId);
         if (stream === undefined) {
           const row = owner.get(write.streamId);
-          stream = row ? { runId: row.run_id, first: nextSeq(row.next_seq, row.last_seq), bodies: [] } : null;
+          stream = row ? { sk: row.sk, runId: row.run_id, first: nextSeq(row.next_seq, row.last_seq), bodies: [] } : null;
           streams.set(write.streamId, stream);
         }
         if (stream === null || stream.runId !== write.runId) {
@@ -165,10 +171,12 @@ export class SqliteStreamManager implements StreamManager, Prunable {
         stream.bodies.push(write.body);
         results.push(true);
       }
-      for (const [streamId, stream] of streams) {
+      for (const stream of streams.values()) {
         if (!stream || stream.bodies.length === 0) continue;
+        const last = stream.first + stream.bodies.length - 1;
+        if (last >= SPAN) throw new AgentError('stream_closed', `A stream holds at most ${SPAN} chunks.`);
         const bodies = stream.bodies.length === 1 ? `[${stream.bodies[0]!}]` : `[${stream.bodies.join(',')}]`;
-        insertBatch.run(streamId, stream.first, stream.first + stream.bodies.length - 1, stream.runId, bodies);
+        insertBatch.run(stream.sk, last, stream.first, stream.runId, bodies);
       }
       return results;
     };
@@ -188,8 +196,10 @@ export class SqliteStreamManager implements StreamManager, Prunable {
       },
     });
     // One snapshot: the owner and the chunks are read together, so "the run lost the stream and every chunk of it was read" is exact.
-    this.#readPage = deferred(db, (streamId: string, fromSeq: number) => ({ owner: ownerId.get(streamId), rows: page.all(streamId, fromSeq, PAGE) }));
-    const deleteChunks = db.prepare<[string]>('DELETE FROM stream_batches WHERE stream_id = ?');
+    this.#readPage = deferred(db, (streamId: string, fromSeq: number) => ({ owner: ownerId.get(streamId), rows: page.all(fromSeq, streamId, PAGE) }));
+    const deleteChunks = db.prepare<[string]>(
+      `DELETE FROM stream_batches WHERE key IN (SELECT b.key FROM stream_owners o JOIN stream_batches b ON b.key >= o.sk * ${SPAN} AND b.key < (o.sk + 1) * ${SPAN} WHERE o.stream_id = ?)`,
+    );
     const deleteOwner = db.prepare<[string]>('DELETE FROM stream_owners WHERE stream_id = ?');
     this.#delete = immediate(db, (streamId: string) => {
       deleteChunks.run(streamId);
