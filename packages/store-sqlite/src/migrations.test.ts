@@ -208,7 +208,9 @@ describe('SQLite schema and migrations', () => {
       expect((await stores.stateStore.loadCheckpoint('s1', step0.checkpointId!))?.messages).toEqual(conversation.slice(0, 3));
       expect((await stores.stateStore.loadCheckpoint('s1', turnStart.checkpointId!))?.messages).toEqual(conversation.slice(0, 1));
       // The rewind cuts inside the first row, which now holds all five messages.
-      const { session } = await stores.stateStore.beginRun({ ...beginRequest('s1', 'r2', { newTurn: false, signal: 'retry' }), restoreCheckpointId: step0.checkpointId! });
+      // A retry of the turn (no new turn) from the step-0 checkpoint.
+      const { newTurn: _none, ...retry } = beginRequest('s1', 'r2', { signal: 'retry' });
+      const { session } = await stores.stateStore.beginRun({ ...retry, restoreCheckpointId: step0.checkpointId! });
       expect(session).toMatchObject({ state: { n: 1 }, messages: conversation.slice(0, 3) });
       expect(await stores.stateStore.loadCheckpoint('s1', step1.checkpointId!)).toBeUndefined();
       const receipt = await stores.stateStore.commit({ sessionId: 's1', runId: 'r2', epoch: 1, kind: 'step', stepIndex: 0, appendMessages: rows('c', 1), checkpoint: 'step', committedAt: 20 });
