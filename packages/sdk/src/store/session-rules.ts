@@ -544,8 +544,9 @@ export function applyRunChange(record: RunRecord, run: Pick<CommittingRun, 'step
   const output = patch?.output !== undefined ? patch.output : record.output;
   const error = patch?.error !== undefined ? patch.error : record.error;
   const suspension = patch?.suspension !== undefined ? patch.suspension : record.suspension;
-  // Field by field, not `{ ...record, stepCount }` (see planCommit).
-  return {
+  // Field by field, not `{ ...record, stepCount }` (see planCommit), each optional field assigned in its
+  // place rather than spread from a literal (this runs on every commit); the key order is the record's.
+  const next: { -readonly [K in keyof RunRecord]: RunRecord[K] } = {
     runId: record.runId,
     sessionId: record.sessionId,
     turnId: record.turnId,
@@ -553,17 +554,18 @@ export function applyRunChange(record: RunRecord, run: Pick<CommittingRun, 'step
     status: patch?.status !== undefined ? patch.status : record.status,
     signal: record.signal,
     startedAt: record.startedAt,
-    ...(endedAt === undefined ? {} : { endedAt }),
-    stepCount: run.stepCount,
-    ...(output === undefined ? {} : { output }),
-    ...(error === undefined ? {} : { error }),
-    epoch: record.epoch,
-    leaseOwner: record.leaseOwner,
-    leaseExpiresAt: record.leaseExpiresAt,
-    options: record.options,
-    ...(suspension === undefined ? {} : { suspension }),
-    ...(record.stopRequest === undefined ? {} : { stopRequest: record.stopRequest }),
-  };
+  } as RunRecord;
+  if (endedAt !== undefined) next.endedAt = endedAt;
+  next.stepCount = run.stepCount;
+  if (output !== undefined) next.output = output;
+  if (error !== undefined) next.error = error;
+  next.epoch = record.epoch;
+  next.leaseOwner = record.leaseOwner;
+  next.leaseExpiresAt = record.leaseExpiresAt;
+  next.options = record.options;
+  if (suspension !== undefined) next.suspension = suspension;
+  if (record.stopRequest !== undefined) next.stopRequest = record.stopRequest;
+  return next;
 }
 
 /** The journal entries a commit keeps (for stores that hold the journal as a list). */
