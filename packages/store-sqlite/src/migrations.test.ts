@@ -197,6 +197,7 @@ describe('SQLite schema and migrations', () => {
       INSERT INTO stream_owners_3 SELECT stream_id, run_id, next_seq FROM stream_owners;
       DROP TABLE stream_owners;
       ALTER TABLE stream_owners_3 RENAME TO stream_owners;
+      CREATE INDEX commits_checkpoints ON commits (sid, version) WHERE checkpoint IS NOT NULL;
       DELETE FROM helix_migrations WHERE version = 4;
     `);
     expect(raw.prepare('SELECT count(*) FROM messages').pluck().get()).toBe(5);

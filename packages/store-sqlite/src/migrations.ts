@@ -136,7 +136,9 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     // stream's rows in order and no index is written per step; the claim's next_seq is a floor that prune
     // raises before it deletes, not a counter every write updates. Messages were rows of their own with an index; now they
     // ride in the commits row that appends them (`messages`, a JSON array, the first at index
-    // `messages_at`). A session's existing messages move to its first row.
+    // `messages_at`). A session's existing messages move to its first row. The partial index of checkpoint
+    // rows (one more page a step, for trimming at every commit) goes: a checkpoint past the newest
+    // `keepCheckpoints` is left out by every read, and prune and rewinds un-mark it in the file.
     sql: `
       CREATE TABLE stream_owners_4 (
         sk INTEGER PRIMARY KEY,
@@ -165,6 +167,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         WHERE version = (SELECT min(c.version) FROM commits c WHERE c.sid = commits.sid)
           AND EXISTS (SELECT 1 FROM messages m WHERE m.sid = commits.sid);
       DROP TABLE messages;
+      DROP INDEX commits_checkpoints;
     `,
   },
 ];

@@ -165,14 +165,12 @@ function parse<T>(text: string | null): T | undefined {
 export interface SqliteStateStoreOptions {
   /**
    * What to keep of finished work (default: everything until the session is deleted). The state store
-   * reads `keepCheckpoints`: the commit that adds a checkpoint un-marks the oldest ones beyond it, in
-   * its own transaction. Chunks are the stream manager's.
+   * reads `keepCheckpoints`: past the newest N of a session, a checkpoint is gone at once for every read
+   * (list, load, restore); `prune()` and a rewind un-mark such rows in the file. Chunks are the stream
+   * manager's.
    */
   readonly retention?: RetentionPolicy;
 }
-
-/** How many surplus checkpoints one commit un-marks at most (a policy turned on for an old database catches up over a few commits). */
-const TRIM_BATCH = 32;
 
 /** How many commit rows one prune transaction deletes (or strips of their state) at most. */
 const PRUNE_BATCH = 2_000;
@@ -192,7 +190,7 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
   readonly database: SqliteDatabase;
   /** The checkpoints kept per session (Infinity: all). */
   readonly #keepCheckpoints: number;
-  readonly #prune: () => { journalEntries: number; records: number };
+  readonly #prune: () => { journalEntries: number; records: number; trimmed: number };
   readonly #usage: UsageTable;
   readonly #q: ReturnType<typeof prepare>;
   readonly #beginRun: (request: BeginRunRequest) => BeginRunResult;
@@ -272,7 +270,18 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
       WHERE c.checkpoint IS NULL AND c.version > 1 AND c.version < h.v AND c.id NOT IN (SELECT id FROM keep)`;
     const dropCommits = db.prepare(`DELETE FROM commits WHERE id IN (${unread} AND c.usage IS NULL AND c.messages IS NULL LIMIT ${PRUNE_BATCH})`);
     const dropStates = db.prepare(`UPDATE commits SET state = NULL WHERE id IN (${unread} AND (c.usage IS NOT NULL OR c.messages IS NOT NULL) AND c.state IS NOT NULL LIMIT ${PRUNE_BATCH})`);
-    this.#prune = immediate(db, () => ({ journalEntries: deadJournals.run().changes, records: dropCommits.run().changes + dropStates.run().changes }));
+    // Checkpoints past each session's newest `keepCheckpoints` (already gone for every read) are un-marked
+    // in the file first, so that the rows only they kept can go.
+    const trimAll = db.prepare<[number]>(
+      `UPDATE commits SET checkpoint = NULL WHERE id IN (SELECT id FROM (
+         SELECT id, row_number() OVER (PARTITION BY sid ORDER BY version DESC) AS newer FROM commits WHERE checkpoint IS NOT NULL)
+       WHERE newer > ? LIMIT ${PRUNE_BATCH})`,
+    );
+    const keep = this.#keepCheckpoints;
+    this.#prune = immediate(db, () => {
+      const trimmed = Number.isFinite(keep) ? trimAll.run(keep).changes : 0;
+      return { journalEntries: deadJournals.run().changes, records: dropCommits.run().changes + dropStates.run().changes, trimmed };
+    });
     // Reads run in one (deferred) transaction so that they see one snapshot of the database, never part of a commit.
     this.#readSession = deferred(db, (sessionId) => {
       const row = q.session.get(sessionId);
@@ -281,7 +290,7 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
     this.#readRun = deferred(db, (runId) => this.#run(runId));
     this.#readCheckpoint = deferred(db, (sessionId, id) => {
       const sid = q.sid.get(sessionId);
-      const row = sid === undefined ? undefined : q.checkpoint.get(id, sid);
+      const row = sid === undefined ? undefined : this.#checkpointRow(id, sid);
       if (sid === undefined || !row) return undefined;
       const state = row.state ?? q.stateAt.get(row.state_ref) ?? 'null';
       return { ...checkpointInfo(row, sessionId), state: JSON.parse(state) as unknown, messages: this.#messages(sid, row.message_count) };
@@ -374,7 +383,7 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
     this.#flush();
     const sid = this.#q.sid.get(sessionId);
     if (sid === undefined) return [];
-    return this.#q.checkpoints.all(sid).map((row) => checkpointInfo(row, sessionId));
+    return this.#q.checkpoints.all(sid, Number.isFinite(this.#keepCheckpoints) ? this.#keepCheckpoints : -1).map((row) => checkpointInfo(row, sessionId));
   }
 
   async loadCheckpoint(sessionId: string, checkpointId: string): Promise<Checkpoint | undefined> {
@@ -392,8 +401,9 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
    * Drops the journal entries of runs that are no longer their session's current run (a database written
    * by an older version kept them), and the commit rows nothing reads any more: rows that are neither a
    * session's head, its genesis, a checkpoint nor the holder of one's state (a row that carries usage
-   * stays, without its state). Checkpoints are trimmed by the commit that adds one; chunks are the
-   * stream manager's (`openSqliteStores(...).prune()` runs both).
+   * or messages stays, without its state). First it un-marks the checkpoints past each session's newest
+   * `keepCheckpoints` (no read sees them from the commit that made them surplus on); chunks are the stream
+   * manager's (`openSqliteStores(...).prune()` runs both).
    */
   async prune(): Promise<PruneReport> {
     this.#flush();
@@ -403,7 +413,7 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
       const batch = guard('prune', () => this.#prune());
       journalEntries += batch.journalEntries;
       records += batch.records;
-      if (batch.records < PRUNE_BATCH) break;
+      if (batch.records < PRUNE_BATCH && batch.trimmed < PRUNE_BATCH) break;
       // Let other writers in between batches.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
@@ -450,7 +460,9 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
     // The commits row holding the state the session goes on from; NULL for a new session's first row, which holds the state itself.
     let stateRef = head?.state_ref ?? null;
     if (rewind) {
-      // Later checkpoints stop being checkpoints (their rows stay: versions only grow).
+      // Checkpoints past the newest `keepCheckpoints` are un-marked first, so that dropping the later ones
+      // does not bring them back; then later checkpoints stop being checkpoints (their rows stay: versions only grow).
+      if (Number.isFinite(this.#keepCheckpoints)) q.trimSession.run(sid, this.#keepCheckpoints);
       q.dropMessagesFrom.run(sid, rewind.messageCount);
       q.cutMessagesAt.run(rewind.messageCount, sid, rewind.messageCount, rewind.messageCount);
       q.dropCheckpoints.run(sid, rewind.to === 'genesis' ? 0 : rewind.checkpoint.version);
@@ -485,8 +497,15 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
   /** A checkpoint of the session a rewind can restore, with the row keys it needs, or undefined. */
   #restorePoint(sid: number, checkpointId: string): SqliteRestorePoint | undefined {
     const match = /^cp_(\d+)$/.exec(checkpointId);
-    const row = match ? this.#q.checkpoint.get(Number(match[1]), sid) : undefined;
+    const row = match ? this.#checkpointRow(Number(match[1]), sid) : undefined;
     return row && { checkpointId, messageCount: row.message_count, version: row.version, stateRef: row.state_ref };
+  }
+
+  /** A checkpoint's row when it is one of the session's newest `keepCheckpoints` checkpoints. */
+  #checkpointRow(id: number, sid: number): (CheckpointRow & { state: string | null; state_ref: number }) | undefined {
+    const row = this.#q.checkpoint.get(id, sid);
+    if (!row || !Number.isFinite(this.#keepCheckpoints)) return row;
+    return this.#q.checkpointsNewer.get(sid, row.version, this.#keepCheckpoints)! < this.#keepCheckpoints ? row : undefined;
   }
 
   #doCommit(commit: Commit): CommitReceipt {
@@ -524,8 +543,6 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
       messages,
       messages === null ? null : append.at,
     );
-    // Only the newest checkpoints stay checkpoints (their rows stay: versions and states live on them).
-    if (plan.checkpoint && Number.isFinite(this.#keepCheckpoints)) q.trimCheckpoints.run(sid, this.#keepCheckpoints);
     const drop = plan.dropJournal;
     if (drop?.all) q.dropJournal.run(drop.runId);
     else if (drop) q.dropJournalThrough.run(drop.runId, drop.throughStep);
@@ -652,11 +669,20 @@ function prepare(db: BetterSqlite3.Database) {
        WHERE sid = ? AND messages IS NOT NULL AND messages_at < ? AND messages_at + json_array_length(messages) > ?`,
     ),
     dropCheckpoints: db.prepare<[number, number]>('UPDATE commits SET checkpoint = NULL WHERE sid = ? AND version > ? AND checkpoint IS NOT NULL'),
-    trimCheckpoints: db.prepare<[number, number]>(
-      `UPDATE commits SET checkpoint = NULL WHERE id IN (SELECT id FROM commits INDEXED BY commits_checkpoints WHERE sid = ? AND checkpoint IS NOT NULL ORDER BY version DESC LIMIT ${TRIM_BATCH} OFFSET ?)`,
+    // The newest `limit` checkpoints (-1: all), oldest first.
+    checkpoints: db.prepare<[number, number], CheckpointRow>(
+      `SELECT * FROM (SELECT id, version, run_id, checkpoint, step_count, message_count, committed_at FROM commits
+         WHERE sid = ? AND checkpoint IS NOT NULL ORDER BY version DESC LIMIT ?) ORDER BY version`,
     ),
-    checkpoints: db.prepare<[number], CheckpointRow>(
-      'SELECT id, version, run_id, checkpoint, step_count, message_count, committed_at FROM commits WHERE sid = ? AND checkpoint IS NOT NULL ORDER BY version',
+    // How many checkpoints of the session are newer than a version, counting no further than `limit`.
+    checkpointsNewer: db
+      .prepare<[number, number, number], number>(
+        'SELECT count(*) FROM (SELECT 1 FROM commits WHERE sid = ? AND version > ? AND checkpoint IS NOT NULL ORDER BY version DESC LIMIT ?)',
+      )
+      .pluck(),
+    // Un-marks the session's checkpoints past its newest N.
+    trimSession: db.prepare<[number, number]>(
+      'UPDATE commits SET checkpoint = NULL WHERE id IN (SELECT id FROM commits WHERE sid = ? AND checkpoint IS NOT NULL ORDER BY version DESC LIMIT -1 OFFSET ?)',
     ),
     checkpoint: db.prepare<[number, number], CheckpointRow & { state: string | null; state_ref: number }>(
       'SELECT id, version, run_id, checkpoint, step_count, message_count, committed_at, state, coalesce(state_ref, id) AS state_ref FROM commits WHERE id = ? AND sid = ? AND checkpoint IS NOT NULL',

@@ -115,6 +115,9 @@ export function runRetentionConformance(options: RetentionConformanceOptions): v
         const { session } = await store.beginRun({ ...begin('s1', 'r4', { newTurn: false }), restoreCheckpointId: ids[5]! });
         expect(session.state).toEqual({ n: 5 });
         expect(session.messages).toHaveLength(6);
+        // The rewind dropped the later checkpoints; the ones trimmed before do not come back.
+        expect((await store.listCheckpoints('s1')).map((c) => c.checkpointId)).toEqual([ids[5]]);
+        expect(await store.loadCheckpoint('s1', ids[4]!)).toBeUndefined();
         // Genesis is always there.
         await store.commit({ sessionId: 's1', runId: 'r4', epoch: 1, kind: 'terminal', runStatus: 'completed', committedAt: T0 + 60 });
         const back = await store.beginRun({ ...begin('s1', 'r5', { newTurn: false }), restoreCheckpointId: 'genesis' });
