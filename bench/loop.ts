@@ -145,9 +145,10 @@ function helixSqlite(synchronous: 'NORMAL' | 'FULL', checkpoint: SqliteCheckpoin
         let stepMs = 0;
         let floorMs = 0;
         let tx = 0;
-        // Warm-up: past the write transactions after which the checkpoint thread starts.
-        for (let r = 0; r < 3; r++) await bench.run();
-        raw.commits(3 * DURABLE_STEPS);
+        // Warm-up: the same number of steps as every other variant (the JIT, and past the write transactions
+        // after which the checkpoint thread starts); three runs, as before, left the code still compiling.
+        for (let r = 0; r < Math.max(3, Math.ceil(WARMUP_STEPS / DURABLE_STEPS)); r++) await bench.run();
+        raw.commits(Math.max(3 * DURABLE_STEPS, WARMUP_STEPS));
         for (let r = 0; r < rounds; r++) {
           const before = stores.sqlite.database.writeTransactions;
           stepMs += await bench.run();
