@@ -260,7 +260,10 @@ describe('the stream of a remote child: checks and breaks', () => {
         throw new Error('socket hang up');
       },
     });
+    const before = Date.now();
     expect(await collect(remoteChildHandle(specOf(client), spawned, logger).stream())).toEqual([]);
+    // Backing off 100, 200, 400, 800 and 1600 ms between the opens.
+    expect(Date.now() - before).toBeGreaterThanOrEqual(3_000);
     expect(opens).toBe(6);
     expect(logger.lines.filter((l) => l.includes("the stream of remote child svc-s broke off: The remote agent client's stream() failed: socket hang up"))).toHaveLength(1);
   }, 15_000);
@@ -289,5 +292,87 @@ describe('the stream of a remote child: checks and breaks', () => {
     expect(await collect(remoteChildHandle(specOf(client), spawned, memoryLogger()).stream())).toEqual([]);
     expect(Date.now() - before).toBeGreaterThanOrEqual(1_900);
     expect(Date.now() - before).toBeLessThan(4_000);
+  });
+
+  it('a stream that ends early without any chunk is opened again five times (backing off 100 ms to 1.6 s), then left without a warning', async () => {
+    let opens = 0;
+    const client = clientOf({
+      // eslint-disable-next-line require-yield -- a stream that ends before its first item
+      stream: async function* () {
+        opens++;
+      },
+    });
+    const logger = memoryLogger();
+    const before = Date.now();
+    expect(await collect(remoteChildHandle(specOf(client), spawned, logger).stream())).toEqual([]);
+    expect(opens).toBe(6);
+    expect(Date.now() - before).toBeGreaterThanOrEqual(3_000);
+    expect(logger.lines).toEqual([]);
+  }, 15_000);
+
+  it("the client's stream is closed (its iterator returned) once the terminal chunk was read", async () => {
+    let closed = false;
+    const client = clientOf({
+      stream: async function* () {
+        try {
+          yield item('1', { type: 'end', seq: 1 });
+          yield item('2', { type: 'custom', eventName: 'after the end', data: 2, seq: 2 });
+        } finally {
+          closed = true;
+        }
+      },
+    });
+    expect((await collect(remoteChildHandle(specOf(client), spawned, memoryLogger()).stream())).map((c) => c.type)).toEqual(['end']);
+    await tick(10);
+    expect(closed).toBe(true);
+  });
+
+  it('a stream that fails because it was let go after the result is left without a warning', async () => {
+    const logger = memoryLogger();
+    const client = clientOf({
+      result: async () => ({ status: 'completed', output: 'x' }),
+      stream: (_ref, options) => ({
+        [Symbol.asyncIterator]: () => ({
+          next: () => new Promise<never>((_resolve, reject) => options!.signal!.addEventListener('abort', () => reject(new Error('aborted by the caller')), { once: true })),
+        }),
+      }),
+    });
+    expect(await collect(remoteChildHandle(specOf(client), spawned, logger).stream())).toEqual([]);
+    await tick(20);
+    expect(logger.lines).toEqual([]);
+  });
+
+  it('a chunk of exactly 1,000,000 characters of JSON is forwarded; one character more is dropped', async () => {
+    const sized = (n: number) => {
+      const chunk = { type: 'custom', eventName: 'big', data: '', seq: 1 };
+      return { ...chunk, data: 'z'.repeat(n - JSON.stringify(chunk).length) };
+    };
+    const client = clientOf({
+      stream: async function* () {
+        yield item('1', sized(1_000_000));
+        yield item('2', sized(1_000_001));
+        yield item('3', { type: 'end', seq: 3 });
+      },
+    });
+    const chunks = await collect(remoteChildHandle(specOf(client), spawned, memoryLogger()).stream());
+    expect(chunks.map((c) => JSON.stringify(c).length)).toEqual([1_000_000, JSON.stringify({ type: 'end', seq: 3 }).length]);
+  });
+});
+
+describe('bounded remote errors and usage at their edges', () => {
+  it('error details of exactly 4,000 characters of JSON are kept; one more and they are dropped', async () => {
+    const detailsOf = (n: number) => ({ pad: 'p'.repeat(n - JSON.stringify({ pad: '' }).length) });
+    const run = async (details: Record<string, unknown>) => remoteChildHandle(specOf(clientOf({ result: async () => ({ status: 'failed', error: info({ details }) }) })), spawned, memoryLogger()).result();
+    expect((await run(detailsOf(4_000))).error?.details).toEqual(detailsOf(4_000));
+    const dropped = (await run(detailsOf(4_001))).error!;
+    expect('details' in dropped).toBe(false);
+  });
+
+  it('a result without usage logs nothing and leaves the rollup undefined', async () => {
+    const logger = memoryLogger();
+    const handle = remoteChildHandle(specOf(clientOf({ result: async () => ({ status: 'completed', output: 1 }) })), spawned, logger);
+    await handle.result();
+    expect(await handle.getUsageRollup()).toBeUndefined();
+    expect(logger.lines).toEqual([]);
   });
 });
