@@ -205,7 +205,9 @@ describe('attachedHandle: stream and usage', () => {
   it("getUsageRollup() reads the run's rollup from the usage store it was given, and is undefined without one", async () => {
     const { store } = await runningRun();
     const usage = new InMemoryUsageStore();
-    await usage.record([{ kind: 'tool', runId: 'r1', sessionId: 's1', stepIndex: 0, toolName: 'search', toolCallId: 'c1', success: true, durationMs: 5, at: Date.now() }]);
+    const entry = { kind: 'tool', runId: 'r1', sessionId: 's1', stepIndex: 0, toolName: 'search', toolCallId: 'c1', success: true, durationMs: 5, at: Date.now() } as const;
+    // Another run's usage in the same store is not counted.
+    await usage.record([entry, { ...entry, runId: 'other', sessionId: 's2', toolCallId: 'c2' }]);
     const withUsage = attachedHandle(store, new InMemoryStreamManager(), 's1', 'r1', { ...wait(100), usageStore: usage });
     expect(await withUsage.getUsageRollup()).toEqual(await usage.getRollup({ runId: 'r1' }));
     expect((await withUsage.getUsageRollup())?.toolStats.totalCalls).toBe(1);

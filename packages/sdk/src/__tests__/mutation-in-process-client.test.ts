@@ -93,8 +93,12 @@ describe('createInProcessAgentClient: result', () => {
     const starter = createInProcessAgentClient(executor, [echo('from the store')], { usageStore: usage });
     const ref = await starter.start(request('stored'));
     await starter.result(ref);
+    // Another run's usage in the same store is not counted.
+    const other = await starter.start(request('stored-other'));
+    await starter.result(other);
     const reader = createInProcessAgentClient(executor, [echo()], { usageStore: usage });
     const result = await reader.result(ref);
+    expect(result.usage?.modelCalls).toBe(1);
     expect(result).toEqual({ status: 'completed', output: 'from the store', usage: await usage.getRollup({ runId: ref.runId }) });
     expect(Object.keys(await createInProcessAgentClient(executor, [echo()]).result(ref)).sort()).toEqual(['output', 'status']);
 
