@@ -137,7 +137,7 @@ describe('SubAgentTree.wake', () => {
   it("a parent whose agent is not registered here is not resumed, with a warning that says how to resume it", async () => {
     const store = new InMemoryStateStore();
     await session(store, 'a', 'worker', [], 'completed');
-    await session(store, 'orphan', 'ghost', [{ ...children('c1', 'a'), toolName: 'delegate' }]);
+    await session(store, 'orphan', 'ghost', [{ ...children('c1', 'a'), toolName: 'delegate' }, client('x')]);
     const { tree, resumed, logger } = treeOver(store);
     await tree.wake('orphan', { kind: 'ended' });
     expect(resumed).toEqual([]);
@@ -181,10 +181,13 @@ describe('SubAgentTree.wake', () => {
     });
     const first = tree.wake('p', { kind: 'ended' });
     const second = tree.wake('p', { kind: 'ended' });
-    await tree.idle();
-    expect(order).toEqual(['start 1', 'end 1', 'start 2', 'end 2']);
     expect((await first)?.runId).toBe('r1');
+    // Asked while the second runs: it waits for the second, though the first has settled meanwhile.
+    const third = tree.wake('p', { kind: 'ended' });
+    await tree.idle();
+    expect(order).toEqual(['start 1', 'end 1', 'start 2', 'end 2', 'start 3', 'end 3']);
     expect((await second)?.runId).toBe('r2');
+    expect((await third)?.runId).toBe('r3');
   });
 });
 
@@ -311,5 +314,15 @@ describe('SubAgentTree.route', () => {
     });
     const mixed = await refusal(tree.route('root', own, { mode: 'continue', toolResults: [{ toolCallId: 'root-call', result: 1 }, { toolCallId: 'k3-call', result: 2 }] }));
     expect(mixed.info).toMatchObject({ code: 'tool_call_not_pending', details: { sessions: ['k3'], toolCallIds: ['root-call', 'k3-call'] } });
+  });
+
+  it("a session whose agent is not registered here, or whose pending call names a tool its agent lacks, still lists its own calls (its children are not walked)", async () => {
+    const store = new InMemoryStateStore();
+    await session(store, 'kid', 'worker', [client('kid-call')]);
+    await session(store, 'unknown-agent', 'ghost', [children('c1', 'kid'), client('mine')]);
+    await session(store, 'unknown-tool', 'lead', [{ ...children('c1', 'kid'), toolName: 'gone' }, client('mine-too')]);
+    const { tree } = treeOver(store);
+    expect((await tree.pendingCalls('unknown-agent')).map((c) => c.toolCallId)).toEqual(['mine']);
+    expect((await tree.pendingCalls('unknown-tool')).map((c) => c.toolCallId)).toEqual(['mine-too']);
   });
 });
