@@ -155,7 +155,7 @@ describe('the handle of a remote child', () => {
     expect(bare.status).toBe('superseded');
     expect('error' in bare || 'output' in bare).toBe(false);
     const invalid = await run({ status: 'running' });
-    expect(invalid.error).toMatchObject({ code: 'subagent_remote_invalid', details: { what: 'result' } });
+    expect(invalid).toMatchObject({ status: 'failed', error: { code: 'subagent_remote_invalid', details: { what: 'result' } } });
     expect(invalid.error!.message.startsWith('The remote agent client returned an invalid result: ')).toBe(true);
   });
 
@@ -195,7 +195,7 @@ describe('the handle of a remote child', () => {
       const handle = remoteChildHandle(specOf(client, { timeoutMs: 40, stopTimeoutMs: 5_000 }), spawned, memoryLogger());
       await tick(80);
       answer(undefined);
-      expect((await handle.result()).error?.code).toBe('subagent_timeout');
+      expect(await handle.result()).toMatchObject({ status: 'failed', error: { code: 'subagent_timeout' } });
     }
   });
 
