@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { InMemoryStateStore, InMemoryStreamManager, InMemoryUsageStore, type StateStore, type StreamChunk, type StreamChunkInput } from '../index.js';
+import { InMemoryStateStore, InMemoryStreamManager, InMemoryUsageStore, type StateStore, type StreamChunk } from '../index.js';
+import type { StreamChunkInput } from '../stream.js';
 import { attachedHandle } from '../runtime/attached-handle.js';
 import { collect, memoryLogger } from './harness.js';
 

@@ -103,9 +103,9 @@ describe('the start of a remote child, through a parent run', () => {
   });
 
   it('a start that throws a helix error keeps its info, bounded: code to 64, message and hint to 400 characters, details only when small and JSON', async () => {
-    const long = new AgentError('c'.repeat(100), 'm'.repeat(1_000), { hint: 'h'.repeat(1_000), details: { big: 'd'.repeat(5_000) }, layer: 'llm', severity: 'warning', retryable: true });
+    const long = new AgentError('c'.repeat(100), 'm'.repeat(1_000), { hint: 'h'.repeat(1_000), details: { big: 'd'.repeat(5_000) }, layer: 'provider', severity: 'warning', retryable: true });
     const { errors } = await parentOver(clientOf({ start: () => Promise.reject(long) }));
-    expect(errors[0]).toStrictEqual({ code: 'c'.repeat(64), layer: 'llm', severity: 'warning', message: 'm'.repeat(400), retryable: true, hint: 'h'.repeat(400) });
+    expect(errors[0]).toStrictEqual({ code: 'c'.repeat(64), layer: 'provider', severity: 'warning', message: 'm'.repeat(400), retryable: true, hint: 'h'.repeat(400) });
     const small = info({ hint: 'try later', details: { attempt: 2 } });
     const { errors: kept } = await parentOver(clientOf({ start: () => Promise.reject(small) }));
     expect(kept[0]).toStrictEqual(small);

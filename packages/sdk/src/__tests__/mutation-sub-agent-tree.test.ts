@@ -279,7 +279,7 @@ describe('SubAgentTree.route', () => {
     const tree = await nested();
     expect(await tree.route('root', own, { mode: 'continue', toolResults: [{ toolCallId: 'root-call', result: 1 }] })).toBeUndefined();
     expect(await tree.route('root', own, { mode: 'continue', toolResults: [{ toolCallId: 'k3-call', result: 1 }] })).toBe('k3');
-    expect(await tree.route('root', own, { mode: 'with_confirmation', decisions: [{ toolCallId: 'k3-call', approved: true }], toolResults: [] })).toBeUndefined();
+    expect(await tree.route('root', own, { mode: 'with_confirmation', decisions: [{ toolCallId: 'k3-call', decision: 'approve' }], toolResults: [] })).toBeUndefined();
   });
 
   it('an answer matches a call by id and kind: a client result for an id the session has as an approval goes to the descendant whose client call it is', async () => {
@@ -296,7 +296,7 @@ describe('SubAgentTree.route', () => {
 
   it('a call id two descendants wait on is tool_call_ambiguous, naming the sessions', async () => {
     const tree = await nested();
-    const error = await refusal(tree.route('root', own, { mode: 'continue', decisions: [{ toolCallId: 'shared', approved: true }] }));
+    const error = await refusal(tree.route('root', own, { mode: 'continue', decisions: [{ toolCallId: 'shared', decision: 'approve' }] }));
     expect(error.info).toMatchObject({
       code: 'tool_call_ambiguous',
       message: 'Call shared is pending in 2 sessions under root; answer it on the session that asked.',
