@@ -34,7 +34,7 @@ function parent(tool: ReturnType<typeof defineSubAgentTool>, ids: readonly strin
 }
 
 async function toolRows(store: { loadSession(id: string): Promise<{ messages: readonly { role: string }[] } | undefined> }, sessionId: string) {
-  return (await store.loadSession(sessionId))!.messages.filter((m) => m.role === 'tool') as { toolCallId: string; isError?: boolean; errorInfo?: AgentErrorInfo; content: unknown }[];
+  return (await store.loadSession(sessionId))!.messages.filter((m) => m.role === 'tool') as unknown as { toolCallId: string; isError?: boolean; errorInfo?: AgentErrorInfo; content: unknown }[];
 }
 
 describe('a sub-agent call: limits', () => {
