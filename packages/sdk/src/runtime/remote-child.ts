@@ -233,9 +233,11 @@ function checkItem(item: unknown): RemoteStreamItem | string {
 /** Iterates `items` until `signal` aborts, even when the iterator itself ignores the signal. */
 async function* untilAborted<T>(items: AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T> {
   const iterator = items[Symbol.asyncIterator]();
+  let onAbort = (): void => {};
   const aborted = new Promise<'aborted'>((resolve) => {
+    onAbort = () => resolve('aborted');
     if (signal.aborted) resolve('aborted');
-    else signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+    else signal.addEventListener('abort', onAbort, { once: true });
   });
   try {
     for (;;) {
@@ -244,6 +246,8 @@ async function* untilAborted<T>(items: AsyncIterable<T>, signal: AbortSignal): A
       yield next.value;
     }
   } finally {
+    // The signal outlives this pass (a reopened stream makes another): leave no listener on it.
+    signal.removeEventListener('abort', onAbort);
     void Promise.resolve()
       .then(() => iterator.return?.())
       .catch(() => undefined);

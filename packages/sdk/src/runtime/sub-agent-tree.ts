@@ -109,12 +109,15 @@ export class SubAgentTree {
     if (!suspended) return undefined;
     const agent = host.agent(suspended.agentType);
     const pending = suspended.run.suspension?.pending ?? [];
-    const sub = pending.filter((p) => isSubAgentCall(agent, p));
-    if (sub.length === 0) return undefined;
     if (!agent) {
-      host.logger.warn(`session ${parentSessionId} waits on sub-agents, but its agent "${suspended.agentType}" is not registered here; resume it with resume(sessionId, { mode: 'continue' })`);
+      // Without the agent its tools are unknown: a `children` call is a sub-agent call all the same.
+      if (pending.some((p) => p.kind === 'children')) {
+        host.logger.warn(`session ${parentSessionId} waits on sub-agents, but its agent "${suspended.agentType}" is not registered here; resume it with resume(sessionId, { mode: 'continue' })`);
+      }
       return undefined;
     }
+    const sub = pending.filter((p) => isSubAgentCall(agent, p));
+    if (sub.length === 0) return undefined;
     const due = trigger.kind === 'resumed' ? sub.some((p) => (p.children ?? []).some((c) => c.sessionId === trigger.childSessionId)) : sub.length === pending.length && (await this.#allEnded(sub));
     if (!due) return undefined;
     try {
