@@ -3,20 +3,25 @@
 // the defaults), the attempts a failure reports, an adapter that throws, the payload beforeLLMCall sees and
 // the block it can return.
 import { describe, expect, it } from 'vitest';
-import { VercelAIAdapter } from '@helix-agents/llm-vercel';
+import { z } from 'zod';
 import {
   createHookManager,
   defineAgent,
+  defineTool,
   InMemoryStateStore,
+  InMemoryUsageStore,
   InMemoryStreamManager,
   JSAgentExecutor,
   type AfterLLMCallPayload,
   type BeforeLLMCallPayload,
   type LLMAdapter,
+  type StateStore,
+  type StreamChunk,
   type StepPlan,
 } from '../index.js';
+import type { JournalEntry } from '../store.js';
 import { createScriptedModel, type ScriptedStep } from '../testing/index.js';
-import { CounterState, counterAgent, finish, incrementTool, memoryLogger, setup, textAgent } from './harness.js';
+import { CounterState, counterAgent, deadCounterRun, finish, incrementTool, memoryLogger, setup, textAgent } from './harness.js';
 
 /** Runs `agent` to its end and returns the result and every plan afterLLMCall saw. */
 async function plansOf(agent: Parameters<JSAgentExecutor['execute']>[0], options: { abortAt?: (plan: StepPlan) => boolean } = {}) {
@@ -251,5 +256,131 @@ describe('the reply row', () => {
     await h2.result();
     const row2 = (await plain.stateStore.loadSession(h2.sessionId))!.messages.find((m) => m.role === 'assistant') as Record<string, unknown>;
     expect('reasoning' in row2).toBe(false);
+  });
+});
+
+/** A store that keeps the key of every journal entry written (the journal itself is emptied by each step commit). */
+function journalKeys(): { store: StateStore; keys: string[] } {
+  const keys: string[] = [];
+  const store = new Proxy(new InMemoryStateStore(), {
+    get(target, prop) {
+      if (prop === 'appendJournal') return (e: JournalEntry) => (keys.push(e.key), target.appendJournal(e));
+      const value: unknown = Reflect.get(target, prop);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { store, keys };
+}
+
+const send = defineTool({ name: 'send', description: 'sends a message', inputSchema: z.object({ to: z.string() }), sideEffects: true, execute: ({ to }) => `sent to ${to}` });
+
+describe('which model replies are journaled', () => {
+  it("by default, of an agent with side-effecting and pure tools, only a reply that calls a side-effecting tool is recorded; a pure call's or a finish's is not", async () => {
+    const { store, keys } = journalKeys();
+    const { executor } = setup({ stateStore: store });
+    const agent = counterAgent(
+      [
+        { toolCalls: [{ name: 'increment', args: { by: 1 } }] },
+        { toolCalls: [{ name: 'send', args: { to: 'a' } }, { name: 'increment', args: { by: 1 } }] },
+        finish('done'),
+      ],
+      { tools: [incrementTool, send] },
+    );
+    const result = await (await executor.execute(agent, 'go')).result();
+    expect(result.status).toBe('completed');
+    expect(keys.filter((k) => k.startsWith('model_reply'))).toEqual(['model_reply:1']);
+  });
+
+  it("journalModelReplies 'always' records every reply, of an agent without side-effecting tools too", async () => {
+    const { store, keys } = journalKeys();
+    const { executor } = setup({ stateStore: store, executor: { journalModelReplies: 'always' } });
+    const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('done')]);
+    const result = await (await executor.execute(agent, 'go')).result();
+    expect(result.status).toBe('completed');
+    expect(keys.filter((k) => k.startsWith('model_reply'))).toEqual(['model_reply:0', 'model_reply:1']);
+  });
+
+  it('a reply a dead process recorded is replayed by recover(): the model is not asked again, and its usage is counted once as a successful first attempt of no duration', async () => {
+    const store = new InMemoryStateStore();
+    const dead = await deadCounterRun(store);
+    await store.commit({ ...dead, kind: 'turn_start', appendMessages: [{ role: 'user', content: 'go' }], committedAt: Date.now() });
+    const usage = { promptTokens: 7, completionTokens: 3, totalTokens: 10 };
+    const reply = { ok: true, text: '', finishReason: 'tool-calls', model: 'recorded-model', usage, toolCalls: [{ id: 'i1', name: 'increment', arguments: { by: 4 } }] };
+    await store.appendJournal({ ...dead, stepIndex: 0, kind: 'model_reply', key: 'model_reply:0', data: { reply, patches: [] }, at: Date.now() });
+    const model = createScriptedModel([finish('done')]);
+    const usageStore = new InMemoryUsageStore();
+    const { executor } = setup({ stateStore: store });
+    const [handle] = await executor.recover({ agents: [counterAgent([], { llmConfig: { model } })], usageStore });
+    const result = await handle!.result();
+    expect(result).toMatchObject({ status: 'completed', output: { answer: 'done' }, state: { count: 4 } });
+    expect(model.callCount).toBe(1);
+    const llm = usageStore.entries().filter((e) => e.kind === 'llm');
+    expect(llm[0]).toMatchObject({ kind: 'llm', sessionId: dead.sessionId, runId: dead.runId, stepIndex: 0, attempt: 1, model: 'recorded-model', usage, success: true, durationMs: 0 });
+    expect(llm).toHaveLength(2);
+  });
+});
+
+describe('what an attempt reports', () => {
+  it('a retried failure writes one warning chunk with its attempt; a failure that is not retried writes none', async () => {
+    const steps: ScriptedStep[] = [unavailable('flaky'), { error: { status: 401, message: 'bad key' } }];
+    const { executor, streamManager } = setup();
+    const handle = await executor.execute(textAgent(steps, { llmConfig: { model: createScriptedModel(steps), retry: { initialDelayMs: 1 } } }), 'go');
+    const result = await handle.result();
+    expect(result.error?.code).toBe('provider_auth');
+    const warnings = streamManager.chunks(handle.sessionId).filter((c) => c.type === 'warning') as (StreamChunk & { errorInfo: { message: string; details?: Record<string, unknown> } })[];
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.errorInfo.message).toContain('flaky');
+    expect(warnings[0]!.errorInfo.details).toMatchObject({ attempt: 1, maxAttempts: 3 });
+  });
+
+  it("afterLLMCall's durationMs is the attempt's own duration, also for an adapter that threw (afterLLMCallOnThrow)", async () => {
+    const durations: number[] = [];
+    const hooks = { afterLLMCall: (p: AfterLLMCallPayload) => void durations.push(p.durationMs) };
+    const before = performance.now();
+    await (await setup().executor.execute(textAgent([{ text: 'hi', delayMs: 20 }]), 'go', { hooks })).result();
+    const throwing: LLMAdapter = {
+      generateStep: () => {
+        throw new Error('adapter bug');
+      },
+    };
+    const executor = new JSAgentExecutor(new InMemoryStateStore(), new InMemoryStreamManager(), throwing, { logger: memoryLogger(), afterLLMCallOnThrow: true });
+    await (await executor.execute(textAgent([{ text: 'unused' }]), 'go', { hooks })).result();
+    const elapsed = performance.now() - before;
+    expect(durations).toHaveLength(2);
+    expect(durations[0]).toBeGreaterThanOrEqual(15);
+    for (const d of durations) {
+      expect(d).toBeGreaterThanOrEqual(0);
+      expect(d).toBeLessThanOrEqual(elapsed);
+    }
+  });
+
+  it('a run stopped before its first model call makes no attempt: no beforeLLMCall, no model call', async () => {
+    const abort = new AbortController();
+    const model = createScriptedModel([{ text: 'never' }]);
+    let before = 0;
+    const agent = textAgent([], { llmConfig: { model }, hooks: { onAgentStart: () => abort.abort(), beforeLLMCall: () => void before++ } });
+    const result = await (await setup().executor.execute(agent, 'go', { abortSignal: abort.signal })).result();
+    expect(result.status).toBe('interrupted');
+    expect(before).toBe(0);
+    expect(model.callCount).toBe(0);
+  });
+});
+
+describe('beforeLLMCall returns', () => {
+  it('null, a string or a number from beforeLLMCall changes nothing', async () => {
+    for (const value of [null, 'block', 7]) {
+      const model = createScriptedModel([{ text: 'plain' }]);
+      const agent = defineAgent({ name: 'odd-returns', llmConfig: { model }, hooks: { beforeLLMCall: (() => value) as never } });
+      const result = await (await setup().executor.execute(agent, 'go')).result();
+      expect(result).toMatchObject({ status: 'completed', output: 'plain' });
+    }
+  });
+
+  it('the list a { messages } rewrite returns stays the handler\'s: it is copied, not frozen', async () => {
+    const mine = [{ role: 'user' as const, content: 'rewritten' }];
+    const agent = textAgent([{ text: 'ok' }], { hooks: { beforeLLMCall: () => ({ messages: mine }) } });
+    const result = await (await setup().executor.execute(agent, 'go')).result();
+    expect(result.status).toBe('completed');
+    expect(Object.isFrozen(mine)).toBe(false);
   });
 });
