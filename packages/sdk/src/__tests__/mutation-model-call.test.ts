@@ -260,16 +260,17 @@ describe('the reply row', () => {
 });
 
 /** A store that keeps the key of every journal entry written (the journal itself is emptied by each step commit). */
-function journalKeys(): { store: StateStore; keys: string[] } {
+function journalKeys(): { store: StateStore; keys: string[]; entries: JournalEntry[] } {
   const keys: string[] = [];
+  const entries: JournalEntry[] = [];
   const store = new Proxy(new InMemoryStateStore(), {
     get(target, prop) {
-      if (prop === 'appendJournal') return (e: JournalEntry) => (keys.push(e.key), target.appendJournal(e));
+      if (prop === 'appendJournal') return (e: JournalEntry) => (keys.push(e.key), entries.push(e), target.appendJournal(e));
       const value: unknown = Reflect.get(target, prop);
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
   });
-  return { store, keys };
+  return { store, keys, entries };
 }
 
 const send = defineTool({ name: 'send', description: 'sends a message', inputSchema: z.object({ to: z.string() }), sideEffects: true, execute: ({ to }) => `sent to ${to}` });
@@ -292,12 +293,17 @@ describe('which model replies are journaled', () => {
   });
 
   it("journalModelReplies 'always' records every reply, of an agent without side-effecting tools too", async () => {
-    const { store, keys } = journalKeys();
+    const { store, keys, entries } = journalKeys();
     const { executor } = setup({ stateStore: store, executor: { journalModelReplies: 'always' } });
-    const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('done')]);
+    const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 }, id: 'i1' }], usage: { inputTokens: 5, outputTokens: 2 } }, { ...finish('done'), reasoning: 'done thinking' }]);
     const result = await (await executor.execute(agent, 'go')).result();
     expect(result.status).toBe('completed');
     expect(keys.filter((k) => k.startsWith('model_reply'))).toEqual(['model_reply:0', 'model_reply:1']);
+    // The record holds the reply's fields, usage and reasoning only when the reply had them.
+    const [first, second] = entries.filter((e) => e.kind === 'model_reply').map((e) => (e.data as { reply: Record<string, unknown> }).reply);
+    expect(first).toMatchObject({ ok: true, text: '', toolCalls: [{ id: 'i1', name: 'increment', arguments: { by: 1 } }], finishReason: 'tool-calls', model: 'scripted-model', usage: expect.objectContaining({ promptTokens: 5 }) });
+    expect(Object.keys(first!).sort()).toEqual(['finishReason', 'model', 'ok', 'text', 'toolCalls', 'usage']);
+    expect(second).toMatchObject({ reasoning: expect.anything() });
   });
 
   it('a reply a dead process recorded is replayed by recover(): the model is not asked again, and its usage is counted once as a successful first attempt of no duration', async () => {
