@@ -50,7 +50,7 @@ describe('the plan of a reply', () => {
     const { plans } = await plansOf(agent);
     expect(plans.map((p) => p.kind)).toEqual(['tool_calls', 'finish']);
     expect(plans[0]).toEqual({ kind: 'tool_calls', toolCalls: [{ id: 'a', name: 'increment', arguments: { by: 1 } }] });
-    expect((plans[1] as { toolCalls: unknown[] }).toolCalls).toHaveLength(2);
+    expect((plans[1] as unknown as { toolCalls: unknown[] }).toolCalls).toHaveLength(2);
   });
 
   it('a blank reply is a nudge for empty_reply; text from an agent with an outputSchema a nudge for text_without_output; text from a text agent its answer', async () => {
@@ -247,14 +247,14 @@ describe('the reply row', () => {
     const handle = await executor.execute(textAgent([{ text: 'answer', reasoning: 'thinking it over' }]), 'go');
     await handle.result();
     const rows = (await stateStore.loadSession(handle.sessionId))!.messages;
-    const reply = rows.find((m) => m.role === 'assistant') as Record<string, unknown>;
+    const reply = rows.find((m) => m.role === 'assistant') as unknown as Record<string, unknown>;
     expect(reply['content']).toBe('answer');
     expect(reply['reasoning']).toBeDefined();
     expect('toolCalls' in reply).toBe(false);
     const plain = setup();
     const h2 = await plain.executor.execute(textAgent([{ text: 'answer' }]), 'go');
     await h2.result();
-    const row2 = (await plain.stateStore.loadSession(h2.sessionId))!.messages.find((m) => m.role === 'assistant') as Record<string, unknown>;
+    const row2 = (await plain.stateStore.loadSession(h2.sessionId))!.messages.find((m) => m.role === 'assistant') as unknown as Record<string, unknown>;
     expect('reasoning' in row2).toBe(false);
   });
 });

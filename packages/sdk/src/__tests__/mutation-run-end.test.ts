@@ -6,7 +6,8 @@
 // note.
 import { describe, expect, it } from 'vitest';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
-import { guard, InMemoryStateStore, JSAgentExecutor, InMemoryStreamManager, type StateStore, type StreamChunk, type StreamManager, type StreamWriter } from '../index.js';
+import { guard, InMemoryStateStore, JSAgentExecutor, InMemoryStreamManager, type StateStore, type StreamChunk, type StreamManager } from '../index.js';
+import type { StreamWriter } from '../stream.js';
 import { counterAgent, finish, gatedTool, memoryLogger, setup, textAgent, throwing } from './harness.js';
 
 /** A state store whose terminal commits throw `new Error(message)` (a plain error, not a typed one). */
@@ -34,7 +35,7 @@ function failingChunks(inner: InMemoryStreamManager, type: StreamChunk['type'], 
         get owned() {
           return writer.owned;
         },
-        write: (chunk) => (chunk.type === type ? Promise.reject(new Error(message)) : writer.write(chunk)),
+        write: (chunk: Parameters<StreamWriter['write']>[0]) => (chunk.type === type ? Promise.reject(new Error(message)) : writer.write(chunk)),
       } as StreamWriter;
       return failing;
     },
@@ -50,7 +51,7 @@ describe('the end of a run when its last writes fail', () => {
     let failSeen: unknown;
     const agent = counterAgent([finish('done')], {
       hooks: {
-        onAgentComplete: (_p, ctx) => ctx.updateState<{ count: number }>((d) => void (d.count = 99)),
+        onAgentComplete: (_p, ctx) => ctx.updateState((d) => void (d.count = 99)),
         onAgentFail: (p) => void (failSeen = p.error.code),
       },
     });

@@ -53,10 +53,10 @@ describe('onExit', () => {
     expect(rows.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['go']);
   });
 
-  it('a continue with a message appends it as a user row; a return without continue: true ends the run', async () => {
+  it('a continue with a message appends it as a user row; a later return without continue ends the run', async () => {
     let n = 0;
     const agent = textAgent([{ text: 'first' }, { text: 'second' }], {
-      hooks: { onExit: () => (n++ === 0 ? { continue: true, message: 'check again' } : { continue: false, message: 'ignored' }) },
+      hooks: { onExit: () => (n++ === 0 ? { continue: true, message: 'check again' } : undefined) },
     });
     const { executor, stateStore } = setup();
     const handle = await executor.execute(agent, 'go');

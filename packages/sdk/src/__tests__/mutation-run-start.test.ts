@@ -6,14 +6,14 @@ import { InMemoryStateStore } from '../index.js';
 import { createHookRecorder } from '../testing/index.js';
 import { counterAgent, deadCounterRun, setup, textAgent } from './harness.js';
 
-async function recoverFinished(output: unknown, agent: (hooks: ReturnType<typeof createHookRecorder>['hooks']) => Parameters<ReturnType<typeof setup>['executor']['recover']>[0]['agents'][number]) {
+async function recoverFinished(output: unknown, agent: (hooks: ReturnType<typeof createHookRecorder>['hooks']) => unknown) {
   const store = new InMemoryStateStore();
   const dead = await deadCounterRun(store);
   await store.commit({ ...dead, kind: 'turn_start', appendMessages: [{ role: 'user', content: 'go' }], committedAt: Date.now() });
   await store.commit({ ...dead, kind: 'step', stepIndex: 0, output, appendMessages: [{ role: 'assistant', content: 'x' }], committedAt: Date.now() });
   const rec = createHookRecorder();
   const { executor } = setup({ stateStore: store });
-  const [handle] = await executor.recover({ agents: [agent(rec.hooks)] });
+  const [handle] = await executor.recover({ agents: [agent(rec.hooks) as never] });
   return { result: await handle!.result(), rec };
 }
 

@@ -4,7 +4,8 @@
 // write that fail, and the state_patch chunks of tool and hook writes.
 import { describe, expect, it } from 'vitest';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
-import { InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, type StreamChunk, type StreamManager, type StreamWriter } from '../index.js';
+import { InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, type StreamChunk, type StreamManager } from '../index.js';
+import type { StreamWriter } from '../stream.js';
 import { counterAgent, finish, memoryLogger, setup, textAgent } from './harness.js';
 
 describe('ctx.updateMessages', () => {
@@ -64,7 +65,7 @@ describe('state writes', () => {
       hooks: {
         onAgentStart: (_p, ctx) => {
           try {
-            ctx.updateState<{ count: unknown }>((d) => void (d.count = 'many'));
+            ctx.updateState((d) => void ((d as { count: unknown }).count = 'many'));
           } catch (error) {
             refusal = error;
           }
@@ -82,7 +83,7 @@ describe('state writes', () => {
 
   it("a tool's write streams a state_patch naming the tool; a hook's names none", async () => {
     const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('x')], {
-      hooks: { onAgentStart: (_p, ctx) => ctx.updateState<{ count: number }>((d) => void (d.count = 10)) },
+      hooks: { onAgentStart: (_p, ctx) => ctx.updateState((d) => void (d.count = 10)) },
     });
     const { executor, streamManager } = setup();
     const handle = await executor.execute(agent, 'go');
@@ -97,7 +98,7 @@ describe('state writes', () => {
 
   it('a failing run whose kept state is over maxStateChars logs it and ends with its committed state', async () => {
     // afterLLMCall's writes are kept by a failure after the reply, so the terminal commit meets the large state.
-    const agent = counterAgent([finish('x')], { hooks: { afterLLMCall: (_p, ctx) => ctx.updateState<{ log: string[] }>((d) => void d.log.push('x'.repeat(200))) } });
+    const agent = counterAgent([finish('x')], { hooks: { afterLLMCall: (_p, ctx) => ctx.updateState((d) => void d.log.push('x'.repeat(200))) } });
     const { executor, logger } = setup({ executor: { limits: { maxStateChars: 100 } } });
     const handle = await executor.execute(agent, 'go');
     const result = await handle.result();
@@ -129,7 +130,7 @@ describe('best-effort writes', () => {
           get owned() {
             return writer.owned;
           },
-          write: (chunk) => (chunk.type === 'text_delta' ? Promise.reject(new Error('delta lost')) : writer.write(chunk)),
+          write: (chunk: Parameters<StreamWriter['write']>[0]) => (chunk.type === 'text_delta' ? Promise.reject(new Error('delta lost')) : writer.write(chunk)),
         } as StreamWriter;
       },
       read: (streamId, options) => inner.read(streamId, options),
