@@ -1,9 +1,11 @@
 // The pacer a run host drives a loop with (runtime/pacer.ts), which no SDK test reached before the fifth
 // mutation run: the loop waits for the first advance, holds at every step commit, and every advance after
-// the end resolves true; and a host on the real executor that advances a run one committed step at a time.
+// the end resolves true; and a host on the real executor that advances a run one committed step at a time
+// (a suspension commit does not hold it).
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { Pacer, PacedRecorder, type HostedBegin, type RunHost, type StepRecorder } from '../host/index.js';
-import { InMemoryStateStore } from '../index.js';
+import { defineTool, InMemoryStateStore } from '../index.js';
 import { counterAgent, finish, setup } from './harness.js';
 
 /** Settles the microtask queue (and one macrotask) so that whatever can run has run. */
@@ -123,6 +125,8 @@ describe('a run host on the executor', () => {
     // Not started: nothing past the run-start commit.
     expect((await stateStore.loadSession(handle.sessionId))?.state).toEqual({ count: 0, log: [] });
     expect(await pacer.advance()).toBe(false);
+    // Held at the step commit: the loop does not go on by itself.
+    await settle();
     expect((await stateStore.loadSession(handle.sessionId))?.state).toMatchObject({ count: 1 });
     expect(await pacer.advance()).toBe(false);
     expect((await stateStore.loadSession(handle.sessionId))?.state).toMatchObject({ count: 3 });
@@ -133,5 +137,22 @@ describe('a run host on the executor', () => {
     expect(await pacer.advance()).toBe(true);
     expect(pacer.ended).toBe(true);
     expect(await handle.result()).toMatchObject({ status: 'completed', output: { answer: 'done' } });
+  });
+
+  it('a suspension commit does not hold the loop: the advance that reaches it resolves true', async () => {
+    const pacers: Pacer[] = [];
+    const host: RunHost = {
+      bind: () => {},
+      begin: async (request) => {
+        const pacer = new Pacer();
+        pacers.push(pacer);
+        return request.enter(pacer);
+      },
+    };
+    const ask = defineTool({ name: 'ask_user', description: 'answered by the client', inputSchema: z.object({ q: z.string() }) });
+    const { executor } = setup({ executor: { host } });
+    const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'ask_user', args: { q: 'why' } }] }], { tools: [ask] }), 'go');
+    expect(await pacers[0]!.advance()).toBe(true);
+    expect((await handle.result()).status).toBe('suspended');
   });
 });
