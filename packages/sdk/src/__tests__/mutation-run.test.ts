@@ -294,3 +294,23 @@ describe('a writer that queues', () => {
     expect(logger.lines.find((l) => l.message === 'stream write failed: queue full')?.fields).toEqual({ runId: handle.runId });
   });
 });
+
+describe('the index of an appended row', () => {
+  it('an afterTool rewrite replaces the row it rewrites when an async onMessage handler is waited for first', async () => {
+    const agent = counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 }, id: 'c1' }] }, finish('x')], {
+      hooks: {
+        onMessage: async () => {
+          await new Promise((r) => setTimeout(r, 1));
+        },
+        afterTool: () => ({ result: 'rewritten' }),
+      },
+    });
+    const { executor, stateStore } = setup();
+    const handle = await executor.execute(agent, 'go');
+    expect((await handle.result()).status).toBe('completed');
+    const rows = (await stateStore.loadSession(handle.sessionId))!.messages;
+    const toolRows = rows.filter((m) => m.role === 'tool');
+    expect(toolRows.find((m) => m.toolCallId === 'c1')?.content).toBe('rewritten');
+    expect(toolRows.filter((m) => m.toolCallId === 'c1')).toHaveLength(1);
+  });
+});
