@@ -3,9 +3,10 @@
 // the block note of a fail-closed throw in beforeLLMCall, the results of an actions_completed chunk in the
 // model's order, and a run that meets maxMessages before a model call.
 import { describe, expect, it } from 'vitest';
-import { guard, type StreamChunk } from '../index.js';
+import { guard, InMemoryStateStore, type StreamChunk } from '../index.js';
+import type { Commit } from '../store.js';
 import { createScriptedModel } from '../testing/index.js';
-import { bareTool, counterAgent, finish, incrementTool, setup, textAgent } from './harness.js';
+import { bareTool, counterAgent, finish, gatedTool, incrementTool, setup, textAgent, throwing } from './harness.js';
 
 describe('maxSteps on a text agent', () => {
   it('completes with the last assistant text that is not blank, skipping blank replies after it', async () => {
@@ -83,7 +84,7 @@ describe('the block note of a fail-closed beforeLLMCall', () => {
     expect(result.error?.code).toBe('hook_blocked');
     const rows = (await stateStore.loadSession(handle.sessionId))!.messages;
     const note = rows.find((m) => m.role === 'system');
-    expect(note?.content).toMatch(/^Run blocked by an agent hook: .*policy service down/);
+    expect(note?.content).toBe('Run blocked by an agent hook: policy service down');
   });
 
   it('a failure that is not a block leaves no system note', async () => {
@@ -138,7 +139,114 @@ describe('maxMessages before a model call', () => {
     const { executor } = setup({ executor: { limits: { maxMessages: 3 } } });
     const result = await (await executor.execute(agent, 'go')).result();
     expect(result.status).toBe('failed');
-    expect(result.error?.details).toMatchObject({ max: 3 });
+    expect(result.error).toMatchObject({ code: 'run_too_many_messages', message: 'The conversation is 4 rows long, over the limit of 3 (limits.maxMessages).', details: { count: 4, max: 3 } });
     expect(model.callCount).toBe(1);
+  });
+
+  it('a conversation at maxMessages exactly still gets its model call', async () => {
+    const model = createScriptedModel([{ toolCalls: [{ name: 'increment', args: { by: 1 } }, { name: 'increment', args: { by: 1 } }] }, { text: 'done' }]);
+    const { executor } = setup({ executor: { limits: { maxMessages: 4 } } });
+    const result = await (await executor.execute(textAgent([], { llmConfig: { model } }), 'go')).result();
+    expect(model.callCount).toBe(2);
+    expect(result).toMatchObject({ status: 'completed', output: 'done' });
+  });
+});
+
+describe('the rows and chunks of a step', () => {
+  it('a reply of blanks from a text agent is empty: it is nudged, not taken as the answer', async () => {
+    const { executor, stateStore } = setup();
+    const handle = await executor.execute(textAgent([{ text: '   ' }, { text: 'real' }]), 'go');
+    expect(await handle.result()).toMatchObject({ status: 'completed', output: 'real' });
+    const rows = (await stateStore.loadSession(handle.sessionId))!.messages;
+    expect(rows[2]).toEqual({ role: 'user', content: 'Your last reply was empty. Continue the task: call a tool, or answer.' });
+  });
+
+  it('text from an agent with an outputSchema is answered by a user row asking for __finish__', async () => {
+    const { executor, stateStore } = setup();
+    const handle = await executor.execute(counterAgent([{ text: 'prose' }, finish('x')]), 'go');
+    expect((await handle.result()).status).toBe('completed');
+    const rows = (await stateStore.loadSession(handle.sessionId))!.messages;
+    expect(rows[2]).toEqual({ role: 'user', content: 'Reply by calling the __finish__ tool with your final output as its arguments.' });
+  });
+
+  it('a step without tool calls writes no actions_requested or actions_completed chunk', async () => {
+    const { executor, streamManager } = setup();
+    const handle = await executor.execute(textAgent([{ text: 'plain' }]), 'go');
+    await handle.result();
+    const types = streamManager.chunks(handle.sessionId).map((c) => c.type);
+    expect(types).not.toContain('actions_requested');
+    expect(types).not.toContain('actions_completed');
+  });
+
+  it('a step stopped while its calls run writes no actions_completed chunk', async () => {
+    const { tool: held, gate, entered } = gatedTool('held', 'done');
+    const { executor, streamManager } = setup();
+    const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'held', args: {} }] }, finish('x')], { tools: [held] }), 'go');
+    await entered.opened;
+    const stopped = handle.stop();
+    gate.open();
+    expect((await stopped).status).toBe('interrupted');
+    const types = streamManager.chunks(handle.sessionId).map((c) => c.type);
+    expect(types).toContain('actions_requested');
+    expect(types).not.toContain('actions_completed');
+  });
+
+  it("a finishing step's commit is a step checkpoint carrying the output, so a recovery finishes without the model", async () => {
+    const commits: Commit[] = [];
+    const inner = new InMemoryStateStore();
+    const stateStore = new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'commit') return (c: Commit) => (commits.push(c), target.commit(c));
+        const value: unknown = Reflect.get(target, prop);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const { executor } = setup({ stateStore });
+    await (await executor.execute(counterAgent([{ toolCalls: [{ name: 'increment', args: { by: 1 } }] }, finish('x')]), 'go')).result();
+    const steps = commits.filter((c) => c.kind === 'step');
+    expect(steps.map((c) => [c.stepIndex, c.checkpoint, c.output])).toEqual([
+      [0, 'step', undefined],
+      [1, 'step', { answer: 'x' }],
+    ]);
+  });
+});
+
+describe('onExit returns', () => {
+  it('an object without continue: true (a hostile return) ends the run', async () => {
+    for (const value of [{}, { continue: 'yes' }, { continue: 1, message: 'more' }]) {
+      const agent = textAgent([{ text: 'first' }, { text: 'second' }], { hooks: { onExit: (() => value) as never } });
+      expect(await (await setup().executor.execute(agent, 'go')).result()).toMatchObject({ status: 'completed', output: 'first' });
+    }
+  });
+
+  it("a continue is audited as decision continue, with its message as the reason when it has one", async () => {
+    let n = 0;
+    const agent = textAgent([{ text: 'a' }, { text: 'b' }, { text: 'c' }], {
+      hooks: { onExit: () => (++n === 1 ? { continue: true, message: 'more please' } : n === 2 ? { continue: true } : undefined) },
+    });
+    const { executor, streamManager } = setup();
+    const handle = await executor.execute(agent, 'go');
+    await handle.result();
+    const decisions = streamManager.chunks(handle.sessionId).filter((c) => c.type === 'hook_decision' && c.hookPoint === 'onExit') as (StreamChunk & { decision: string; reason?: string })[];
+    expect(decisions.map((d) => [d.decision, d.reason])).toEqual([
+      ['continue', 'more please'],
+      ['continue', undefined],
+    ]);
+    expect('reason' in decisions[1]!).toBe(false);
+  });
+});
+
+describe('which failures leave a block note', () => {
+  it('a fail-run beforeLLMCall throw (hook_failed) and a fail-closed onAgentStart throw leave no system note', async () => {
+    for (const hooks of [
+      { beforeLLMCall: guard(throwing('judge down'), { onError: 'fail-run', name: 'judge' }) },
+      { onAgentStart: guard(throwing('setup down'), { onError: 'fail-closed', name: 'setup' }) },
+    ]) {
+      const { executor, stateStore } = setup();
+      const handle = await executor.execute(textAgent([{ text: 'never' }]), 'go', { hooks: hooks as never });
+      expect((await handle.result()).status).toBe('failed');
+      const rows = (await stateStore.loadSession(handle.sessionId))!.messages;
+      expect(rows.some((m) => m.role === 'system')).toBe(false);
+    }
   });
 });
