@@ -5,8 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { guard, InMemoryStateStore, type StreamChunk } from '../index.js';
 import type { Commit } from '../store.js';
-import { createScriptedModel } from '../testing/index.js';
-import { bareTool, counterAgent, finish, gatedTool, incrementTool, setup, textAgent, throwing } from './harness.js';
+import { createHookRecorder, createScriptedModel } from '../testing/index.js';
+import { bareTool, counterAgent, deadCounterRun, finish, gatedTool, incrementTool, setup, textAgent, throwing } from './harness.js';
 
 describe('maxSteps on a text agent', () => {
   it('completes with the last assistant text that is not blank, skipping blank replies after it', async () => {
@@ -250,3 +250,21 @@ describe('which failures leave a block note', () => {
     }
   });
 });
+
+describe('a recovered run that fails', () => {
+  it('fires onAgentFail when its start signal fired before the crash (a committed step, or a committed turn start)', async () => {
+    for (const committedStep of [true, false]) {
+      const store = new InMemoryStateStore();
+      const dead = await deadCounterRun(store);
+      await store.commit({ ...dead, kind: 'turn_start', appendMessages: [{ role: 'user', content: 'go' }], committedAt: Date.now() });
+      if (committedStep) await store.commit({ ...dead, kind: 'step', stepIndex: 0, appendMessages: [{ role: 'assistant', content: 'thinking' }, { role: 'user', content: 'go on' }], committedAt: Date.now() });
+      const rec = createHookRecorder();
+      const { executor } = setup({ stateStore: store });
+      const [handle] = await executor.recover({ agents: [counterAgent([{ error: { status: 401 } }], { hooks: rec.hooks })] });
+      expect((await handle!.result()).status).toBe('failed');
+      expect(rec.of('onAgentFail')).toHaveLength(1);
+      expect(rec.of('onAgentStart')).toHaveLength(0);
+    }
+  });
+});
+
