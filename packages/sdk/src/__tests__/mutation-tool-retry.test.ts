@@ -33,11 +33,14 @@ async function runWith(tool: ReturnType<typeof tries>['tool']) {
 }
 
 describe('tool tries', () => {
-  it('a tool_retry chunk names the call, the tool, the try about to run, the reason and the delay', async () => {
-    const { tool } = tries(1, { maxAttempts: 2, initialDelayMs: 2, maxDelayMs: 50 });
+  it('a tool_retry chunk names the call, the tool, the try about to run, the reason and the delay (doubling from the second retry)', async () => {
+    const { tool } = tries(2, { maxAttempts: 3, initialDelayMs: 2, maxDelayMs: 50 });
     const { chunks } = await runWith(tool);
     const retries = chunks.filter((c) => c.type === 'tool_retry');
-    expect(retries).toEqual([expect.objectContaining({ type: 'tool_retry', toolCallId: 'c1', toolName: 'fetchit', attempt: 2, reason: 'boom 1', delayMs: 2 })]);
+    expect(retries).toEqual([
+      expect.objectContaining({ type: 'tool_retry', toolCallId: 'c1', toolName: 'fetchit', attempt: 2, reason: 'boom 1', delayMs: 2 }),
+      expect.objectContaining({ attempt: 3, reason: 'boom 2', delayMs: 4 }),
+    ]);
   });
 
   it('a retryOn that throws is logged with the tool and its message, and the call is not retried', async () => {
