@@ -9,6 +9,27 @@ import type { StreamWriter } from '../stream.js';
 import { createScriptedModel } from '../testing/index.js';
 import { counterAgent, finish, memoryLogger, setup, textAgent } from './harness.js';
 
+
+/** In-memory streams whose writers refuse every text delta (`delta lost`) and write every other chunk. */
+function deltaFailingStreams(): StreamManager {
+  const inner = new InMemoryStreamManager();
+  return {
+    async claim(streamId, runId) {
+      const writer = await inner.claim(streamId, runId);
+      return {
+        get startSeq() {
+          return writer.startSeq;
+        },
+        get owned() {
+          return writer.owned;
+        },
+        write: (chunk: Parameters<StreamWriter['write']>[0]) => (chunk.type === 'text_delta' ? Promise.reject(new Error('delta lost')) : writer.write(chunk)),
+      } as StreamWriter;
+    },
+    read: (streamId, options) => inner.read(streamId, options),
+    deleteStream: (streamId) => inner.deleteStream(streamId),
+  };
+}
 describe('ctx.updateMessages', () => {
   it('an edit that removes a committed row is refused with a ConfigError that says how many rows are committed and what to do instead', async () => {
     let refusal: unknown;
@@ -120,23 +141,7 @@ describe('best-effort writes', () => {
   });
 
   it('a text delta the stream cannot take is logged as a failed stream write; the run completes', async () => {
-    const inner = new InMemoryStreamManager();
-    const streams: StreamManager = {
-      async claim(streamId, runId) {
-        const writer = await inner.claim(streamId, runId);
-        return {
-          get startSeq() {
-            return writer.startSeq;
-          },
-          get owned() {
-            return writer.owned;
-          },
-          write: (chunk: Parameters<StreamWriter['write']>[0]) => (chunk.type === 'text_delta' ? Promise.reject(new Error('delta lost')) : writer.write(chunk)),
-        } as StreamWriter;
-      },
-      read: (streamId, options) => inner.read(streamId, options),
-      deleteStream: (streamId) => inner.deleteStream(streamId),
-    };
+    const streams = deltaFailingStreams();
     const logger = memoryLogger();
     const executor = new JSAgentExecutor(new InMemoryStateStore(), streams, new VercelAIAdapter(), { logger });
     const result = await (await executor.execute(textAgent([{ text: 'hello' }]), 'go')).result();
@@ -206,23 +211,7 @@ describe('writes that change nothing, and agents without a schema', () => {
 describe('log fields, durations and usage', () => {
   it('the log lines of a failed usage write, a failed stream write and an oversized failing state carry the run id', async () => {
     const logger = fieldLogger();
-    const inner = new InMemoryStreamManager();
-    const streams: StreamManager = {
-      async claim(streamId, runId) {
-        const writer = await inner.claim(streamId, runId);
-        return {
-          get startSeq() {
-            return writer.startSeq;
-          },
-          get owned() {
-            return writer.owned;
-          },
-          write: (chunk: Parameters<StreamWriter['write']>[0]) => (chunk.type === 'text_delta' ? Promise.reject(new Error('delta lost')) : writer.write(chunk)),
-        } as StreamWriter;
-      },
-      read: (streamId, options) => inner.read(streamId, options),
-      deleteStream: (streamId) => inner.deleteStream(streamId),
-    };
+    const streams = deltaFailingStreams();
     const executor = new JSAgentExecutor(new InMemoryStateStore(), streams, new VercelAIAdapter(), { logger, limits: { maxStateChars: 100 } });
     const usageStore = { record: () => Promise.reject(new Error('usage db down')), getRollup: () => Promise.reject(new Error('unused')) };
     const agent = counterAgent([{ ...finish('x'), text: 'hello' }], { hooks: { afterLLMCall: (_p, ctx) => ctx.updateState((d) => void d.log.push('x'.repeat(200))) } });
