@@ -10,8 +10,8 @@ import { createScriptedModel } from '../testing/index.js';
 import { counterAgent, finish, memoryLogger, setup, textAgent } from './harness.js';
 
 
-/** In-memory streams whose writers refuse every text delta (`delta lost`) and write every other chunk. */
-function deltaFailingStreams(): StreamManager {
+/** In-memory streams whose writers are the in-memory ones with `writes` (built from the inner writer) on top. */
+function wrappedStreams(writes: (writer: StreamWriter) => Partial<StreamWriter>): StreamManager {
   const inner = new InMemoryStreamManager();
   return {
     async claim(streamId, runId) {
@@ -23,12 +23,20 @@ function deltaFailingStreams(): StreamManager {
         get owned() {
           return writer.owned;
         },
-        write: (chunk: Parameters<StreamWriter['write']>[0]) => (chunk.type === 'text_delta' ? Promise.reject(new Error('delta lost')) : writer.write(chunk)),
+        write: (chunk: Parameters<StreamWriter['write']>[0]) => writer.write(chunk),
+        ...writes(writer),
       } as StreamWriter;
     },
     read: (streamId, options) => inner.read(streamId, options),
     deleteStream: (streamId) => inner.deleteStream(streamId),
   };
+}
+
+/** In-memory streams whose writers refuse every text delta (`delta lost`) and write every other chunk. */
+function deltaFailingStreams(): StreamManager {
+  return wrappedStreams((writer) => ({
+    write: (chunk) => (chunk.type === 'text_delta' ? Promise.reject(new Error('delta lost')) : writer.write(chunk)),
+  }));
 }
 describe('ctx.updateMessages', () => {
   it('an edit that removes a committed row is refused with a ConfigError that says how many rows are committed and what to do instead', async () => {
@@ -247,31 +255,17 @@ describe('log fields, durations and usage', () => {
 
 describe('a writer that queues', () => {
   it("non-terminal chunks go to the writer's queue, terminal ones are written; a queue that throws is logged", async () => {
-    const inner = new InMemoryStreamManager();
     const written: string[] = [];
     const queued: string[] = [];
     const logger = fieldLogger();
-    const streams: StreamManager = {
-      async claim(streamId, runId) {
-        const writer = await inner.claim(streamId, runId);
-        return {
-          get startSeq() {
-            return writer.startSeq;
-          },
-          get owned() {
-            return writer.owned;
-          },
-          write: (chunk: Parameters<StreamWriter['write']>[0]) => (written.push(chunk.type), writer.write(chunk)),
-          queue: (chunk: Parameters<StreamWriter['write']>[0]) => {
-            queued.push(chunk.type);
-            if (chunk.type === 'text_delta') throw new Error('queue full');
-            void writer.write(chunk);
-          },
-        } as StreamWriter;
+    const streams = wrappedStreams((writer) => ({
+      write: (chunk) => (written.push(chunk.type), writer.write(chunk)),
+      queue: (chunk) => {
+        queued.push(chunk.type);
+        if (chunk.type === 'text_delta') throw new Error('queue full');
+        void writer.write(chunk);
       },
-      read: (streamId, options) => inner.read(streamId, options),
-      deleteStream: (streamId) => inner.deleteStream(streamId),
-    };
+    }));
     const executor = new JSAgentExecutor(new InMemoryStateStore(), streams, new VercelAIAdapter(), { logger });
     const handle = await executor.execute(textAgent([{ text: 'hello' }]), 'go');
     expect((await handle.result()).status).toBe('completed');
