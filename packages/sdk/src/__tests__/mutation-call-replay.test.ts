@@ -174,4 +174,31 @@ describe('call-replay: the recorded calls of a recovered step', () => {
     expect(rows.find((r) => r.toolCallId === 'b')?.errorInfo?.code).toBe('tool_interrupted');
     expect(ran).toEqual([]);
   });
+
+  it('no onMessage fires for a replayed row (the dead process fired it), while rows made after the recovery fire it', async () => {
+    const { send } = counting();
+    const store = new InMemoryStateStore();
+    await deadStep(store, [{ id: 'a', name: 'send' }], [{ id: 'a', content: 'a done', patches: [] }]);
+    const seen: string[] = [];
+    const hooks = { onMessage: (p: { message: Message }) => void seen.push(p.message.role === 'tool' ? `tool:${p.message.toolCallId}` : p.message.role) };
+    const [handle] = await setup({ stateStore: store }).executor.recover({ agents: [counterAgent([finish('done')], { tools: [send], hooks })] });
+    expect((await handle!.result()).status).toBe('completed');
+    expect((await toolRows(store)).find((r) => r.toolCallId === 'a')?.content).toBe('a done');
+    expect(seen).not.toContain('tool:a');
+    expect(seen).toContain('assistant');
+  });
+
+  it('a call of an unknown tool beside a recorded side-effecting call gets its error row; the recorded one is replayed', async () => {
+    const { ran, send } = counting();
+    const store = new InMemoryStateStore();
+    await deadStep(store, [{ id: 'x', name: 'nope' }, { id: 'a', name: 'send' }], [{ id: 'a', content: 'a done', patches: [log(['a1'])] }]);
+    const [handle] = await setup({ stateStore: store }).executor.recover({ agents: [counterAgent([finish('done')], { tools: [send] })] });
+    const result = await handle!.result();
+    expect(result.status).toBe('completed');
+    expect((result.state as Counter).log).toEqual(['a1']);
+    const rows = await toolRows(store);
+    expect(rows.find((r) => r.toolCallId === 'a')?.content).toBe('a done');
+    expect(rows.find((r) => r.toolCallId === 'x')?.isError).toBe(true);
+    expect(ran).toEqual([]);
+  });
 });
