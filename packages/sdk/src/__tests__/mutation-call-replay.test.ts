@@ -201,4 +201,25 @@ describe('call-replay: the recorded calls of a recovered step', () => {
     expect(rows.find((r) => r.toolCallId === 'x')?.isError).toBe(true);
     expect(ran).toEqual([]);
   });
+
+  it('a stop during the recovered step keeps a replayed call\'s row and writes (its result is recorded); the stopped live call is paired run_stopped', async () => {
+    const { send } = counting();
+    const stuck = defineTool({
+      name: 'stuck',
+      description: 'waits for its abort signal',
+      inputSchema: z.object({}),
+      execute: (_i, ctx) => new Promise((_r, reject) => ctx.abortSignal.addEventListener('abort', () => reject(new Error('aborted')), { once: true })),
+    });
+    const store = new InMemoryStateStore();
+    await deadStep(store, [{ id: 'a', name: 'send' }, { id: 's', name: 'stuck' }], [{ id: 'a', content: 'a done', patches: [log(['a1'])], seqs: [0] }]);
+    const [handle] = await setup({ stateStore: store }).executor.recover({ agents: [counterAgent([finish('done')], { tools: [send, stuck] })] });
+    await new Promise((r) => setTimeout(r, 30));
+    const result = await handle!.stop('stop during the recovered step');
+    expect(result.status).toBe('interrupted');
+    expect((result.state as Counter).log).toEqual(['a1']);
+    expect(((await store.loadSession('crashed'))!.state as Counter).log).toEqual(['a1']);
+    const rows = await toolRows(store);
+    expect(rows.find((r) => r.toolCallId === 'a')?.content).toBe('a done');
+    expect(rows.find((r) => r.toolCallId === 's')?.errorInfo?.code).toBe('run_stopped');
+  });
 });
