@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, InMemoryStateStore, InMemoryUsageStore, type Message, type StatePatch, type ToolResultMessage } from '../index.js';
+import { defineTool, InMemoryStateStore, InMemoryUsageStore, type Message, type StatePatch, type StateStore, type ToolResultMessage } from '../index.js';
+import type { JournalEntry } from '../store/index.js';
 import { createHookRecorder } from '../testing/index.js';
 import { counterAgent, deadCounterRun, finish, incrementTool, setup, type Counter } from './harness.js';
 
@@ -221,5 +222,44 @@ describe('call-replay: the recorded calls of a recovered step', () => {
     const rows = await toolRows(store);
     expect(rows.find((r) => r.toolCallId === 'a')?.content).toBe('a done');
     expect(rows.find((r) => r.toolCallId === 's')?.errorInfo?.code).toBe('run_stopped');
+  });
+
+  it('the places recorded for writes made after a recovery that replayed unplaced writes are distinct and in order', async () => {
+    const { send } = counting();
+    const twice = defineTool({
+      name: 'twice',
+      description: 'writes twice',
+      inputSchema: z.object({}),
+      sideEffects: true,
+      execute: (_i, ctx) => {
+        ctx.updateState<Counter>((d) => void d.log.push('t1'));
+        ctx.updateState<Counter>((d) => void d.log.push('t2'));
+        return 'twice done';
+      },
+    });
+    const store = new InMemoryStateStore();
+    // A record without places (an older process), replayed first; then step 1 runs `twice` live.
+    await deadStep(store, [{ id: 'a', name: 'send' }], [{ id: 'a', content: 'a done', patches: [log(['a1'])] }]);
+    const recorded: { key: string; seqs?: readonly number[] }[] = [];
+    const watched = new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'appendJournal')
+          return (entry: JournalEntry) => {
+            if (entry.kind === 'call_result') recorded.push({ key: entry.key, ...(entry.data as { seqs?: readonly number[] }) });
+            return target.appendJournal(entry);
+          };
+        const value: unknown = Reflect.get(target, prop);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as StateStore;
+    const agent = counterAgent([{ toolCalls: [{ name: 'twice', args: {}, id: 't' }] }, finish('done')], { tools: [send, twice] });
+    const [handle] = await setup({ stateStore: watched }).executor.recover({ agents: [agent] });
+    const result = await handle!.result();
+    expect((result.state as Counter).log).toEqual(['a1', 't1', 't2']);
+    const seqs = recorded.find((r) => r.key === 'call_result:1:t')?.seqs;
+    expect(seqs).toHaveLength(2);
+    const [first, second] = seqs as [number, number];
+    expect(Number.isSafeInteger(first) && Number.isSafeInteger(second)).toBe(true);
+    expect(second).toBeGreaterThan(first);
   });
 });
