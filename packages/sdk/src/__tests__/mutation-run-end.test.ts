@@ -126,23 +126,6 @@ describe('the messages of a stop and a hand-off', () => {
     expect(result.status).toBe('interrupted');
     expect(result.error).toMatchObject({ code: 'run_interrupted', message: 'The run was stopped; the results of the calls that finished are kept.' });
   });
-
-  it('a run handed off at shutdown says which run was let go and that recover() continues it, with its session id', async () => {
-    const { tool: held, gate, entered } = gatedTool('held', 'done');
-    const { executor } = setup();
-    const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'held', args: {} }] }, finish('x')], { tools: [held] }), 'go');
-    await entered.opened;
-    const down = executor.shutdown();
-    gate.open();
-    await down;
-    const result = await handle.result();
-    expect(result.status).toBe('running');
-    expect(result.error).toMatchObject({
-      code: 'run_handed_off',
-      message: `Run ${handle.runId} was let go by its process; recover() continues it.`,
-      details: { sessionId: handle.sessionId },
-    });
-  });
 });
 
 describe('the block note of a blocked model call', () => {

@@ -21,7 +21,7 @@ describe('runs live in this process', () => {
     expect(executor.current(handle.sessionId)).toBeUndefined();
   });
 
-  it('shutdown() hands off a run live here: its handle resolves running with run_handed_off and its lease is released for recover() elsewhere', async () => {
+  it('shutdown() hands off a run live here: its handle resolves running with run_handed_off (which run was let go, that recover() continues it, its session id) and its lease is released for recover() elsewhere', async () => {
     const { tool: held, gate, entered } = gatedTool('held', 'done');
     const { executor, stateStore } = setup();
     const handle = await executor.execute(counterAgent([{ toolCalls: [{ name: 'held', args: {} }] }, finish('x')], { tools: [held] }), 'go');
@@ -31,7 +31,11 @@ describe('runs live in this process', () => {
     await down;
     const result = await handle.result();
     expect(result.status).toBe('running');
-    expect(result.error).toMatchObject({ code: 'run_handed_off' });
+    expect(result.error).toMatchObject({
+      code: 'run_handed_off',
+      message: `Run ${handle.runId} was let go by its process; recover() continues it.`,
+      details: { sessionId: handle.sessionId },
+    });
     // Its lease is released: another process recovers it at once, not after the lease ran out.
     const elsewhere = setup({ stateStore });
     const [recovered] = await elsewhere.executor.recover({ agents: [counterAgent([finish('finished elsewhere')], { tools: [held] })] });
