@@ -66,6 +66,13 @@ export interface UsageFilter {
 export interface UsageStore {
   record(entries: readonly UsageEntry[]): Promise<void>;
   getRollup(filter: UsageFilter): Promise<UsageRollup>;
+  /**
+   * Drops every entry of the session; resolves true when there were some. Optional: a store without it
+   * keeps its entries when the session is deleted. `JSAgentExecutor.deleteSession` calls it on each
+   * usage store its runs were given (except the state store, which deletes its own usage with the
+   * session). A state store that is a usage store too implements it as its own `deleteSession`.
+   */
+  deleteSession?(sessionId: string): Promise<boolean>;
 }
 
 /** Folds usage entries into a rollup (shared by every UsageStore implementation). */

@@ -5,7 +5,8 @@ import { JSAgentExecutor, silentLogger } from '@helix-agents/sdk';
 import { runRetentionConformance } from '@helix-agents/sdk/conformance';
 import { createAddLoop } from '@helix-agents/sdk/testing';
 import { describe, expect, it } from 'vitest';
-import { handleOf } from './database.js';
+import { handleOf, SqliteDatabase } from './database.js';
+import { SqliteUsageStore } from './usage-store.js';
 import { openSqliteStores, type SqliteStores } from './open.js';
 
 const opened = new Map<unknown, { stores: SqliteStores; dir: string }>();
@@ -132,4 +133,31 @@ describe('SQLite retention: the file stays bounded', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 120_000);
+});
+
+describe('SQLite: deleting a session cleans a separate SqliteUsageStore', () => {
+  it('JSAgentExecutor.deleteSession drops the session\'s rows from a SqliteUsageStore on another database, and keeps other sessions\' rows', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'helix-usage-'));
+    const stores = openSqliteStores({ path: join(dir, 'helix.db') });
+    const usageDatabase = SqliteDatabase.open({ path: join(dir, 'usage.db') });
+    try {
+      const usage = new SqliteUsageStore(usageDatabase);
+      const rows = (sessionId: string): number => handleOf(usageDatabase).prepare('SELECT count(*) FROM usage WHERE session_id = ?').pluck().get(sessionId) as number;
+      const loop = createAddLoop(3);
+      const executor = new JSAgentExecutor(stores.stateStore, stores.streamManager, loop.adapter, { logger: silentLogger });
+      for (const sessionId of ['gone', 'stays']) expect((await (await executor.execute(loop.agent, 'go', { sessionId, usageStore: usage })).result()).status).toBe('completed');
+      expect(rows('gone')).toBeGreaterThan(0);
+      const kept = rows('stays');
+      expect(kept).toBeGreaterThan(0);
+      expect(await executor.deleteSession('gone')).toBe(true);
+      expect(rows('gone')).toBe(0);
+      expect((await usage.getRollup({ sessionId: 'gone' })).modelCalls).toBe(0);
+      expect(rows('stays')).toBe(kept);
+      expect(await usage.deleteSession('gone')).toBe(false);
+    } finally {
+      stores.close();
+      usageDatabase.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -13,9 +13,11 @@ export class UsageTable {
   readonly #insert: BetterSqlite3.Statement<[string, string, string]>;
   readonly #recordMany: (entries: readonly UsageEntry[]) => void;
   readonly #rollup: (filter: UsageFilter) => UsageEntry[];
+  readonly #deleteSession: BetterSqlite3.Statement<[string]>;
 
   constructor(db: BetterSqlite3.Database) {
     this.#insert = db.prepare<[string, string, string]>('INSERT INTO usage (session_id, run_id, body) VALUES (?, ?, ?)');
+    this.#deleteSession = db.prepare<[string]>('DELETE FROM usage WHERE session_id = ?');
     const standaloneAll = db.prepare<[], string>('SELECT body FROM usage ORDER BY id').pluck();
     const standaloneBySession = db.prepare<[string], string>('SELECT body FROM usage WHERE session_id = ? ORDER BY id').pluck();
     const standaloneByRun = db.prepare<[string], string>('SELECT body FROM usage WHERE run_id = ? ORDER BY id').pluck();
@@ -46,6 +48,11 @@ export class UsageTable {
     for (const entry of entries) this.#insert.run(entry.sessionId, entry.runId, JSON.stringify(entry));
   }
 
+  /** Deletes the session's rows of the `usage` table (a commit's usage goes with its commit); true when there were some. */
+  deleteSession(sessionId: string): boolean {
+    return this.#deleteSession.run(sessionId).changes > 0;
+  }
+
   /** Folds the matching entries exactly as {@link rollupUsage} does. */
   rollup(filter: UsageFilter): UsageRollup {
     return rollupUsage(this.#rollup(filter));
@@ -69,5 +76,10 @@ export class SqliteUsageStore implements UsageStore {
 
   async getRollup(filter: UsageFilter = {}): Promise<UsageRollup> {
     return this.#table.rollup(filter);
+  }
+
+  /** Drops the session's entries (`JSAgentExecutor.deleteSession` calls it); true when there were some. */
+  async deleteSession(sessionId: string): Promise<boolean> {
+    return this.#table.deleteSession(sessionId);
   }
 }

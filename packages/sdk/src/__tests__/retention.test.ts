@@ -4,7 +4,7 @@ import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
-import { AgentError, createInProcessAgentClient, defineAgent, defineTool, InMemoryStateStore, InMemoryStreamManager, JSAgentExecutor, silentLogger, type AgentHandle, type AgentRuntime } from '../index.js';
+import { AgentError, createInProcessAgentClient, defineAgent, defineTool, InMemoryStateStore, InMemoryStreamManager, InMemoryUsageStore, JSAgentExecutor, silentLogger, type AgentHandle, type AgentRuntime, type UsageStore } from '../index.js';
 import { createGate, createScriptedModel } from '../testing/index.js';
 
 function adder(steps: number) {
@@ -47,6 +47,75 @@ describe('retention: deleting sessions and keeping fewer checkpoints', () => {
     const again = await (await executor.execute(adder(2), 'again', { sessionId: 'kept-not' })).result();
     expect(again.status).toBe('completed');
     expect(streams.chunks('kept-not')[0]).toMatchObject({ seq: 0, type: 'run_started' });
+  });
+
+  it('deleteSession drops the session\'s entries from a separate InMemoryUsageStore its runs were given, and leaves other sessions\' entries', async () => {
+    const usage = new InMemoryUsageStore();
+    const executor = new JSAgentExecutor(new InMemoryStateStore(), new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger });
+    await (await executor.execute(adder(3), 'go', { sessionId: 'gone', usageStore: usage })).result();
+    await (await executor.execute(adder(2), 'go', { sessionId: 'stays', usageStore: usage })).result();
+    const before = { gone: usage.entries({ sessionId: 'gone' }).length, stays: usage.entries({ sessionId: 'stays' }).length };
+    expect(before.gone).toBeGreaterThanOrEqual(5); // three model calls and two tool calls
+    expect(before.stays).toBeGreaterThanOrEqual(3);
+    expect(await executor.deleteSession('gone')).toBe(true);
+    expect(usage.entries({ sessionId: 'gone' })).toEqual([]);
+    expect((await usage.getRollup({ sessionId: 'gone' })).modelCalls).toBe(0);
+    expect(usage.entries({ sessionId: 'stays' })).toHaveLength(before.stays);
+  });
+
+  it('deleteSession refused while the run is running (session_running) keeps the session\'s entries in a separate usage store', async () => {
+    const gate = createGate();
+    const started = createGate();
+    const add = defineTool({ name: 'add', description: 'adds', inputSchema: z.object({ a: z.number() }), execute: ({ a }) => a + 1 });
+    const slow = defineTool({ name: 'slow', description: 'waits', inputSchema: z.object({}), execute: async () => (started.open(), await gate.opened, 'ok') });
+    const agent = defineAgent({ name: 'add-then-wait', llmConfig: { model: createScriptedModel([{ toolCalls: [{ name: 'add', args: { a: 1 } }] }, { toolCalls: [{ name: 'slow', args: {} }] }, { text: 'done' }]) }, tools: [add, slow], maxSteps: 4 });
+    const usage = new InMemoryUsageStore();
+    const executor = new JSAgentExecutor(new InMemoryStateStore(), new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger });
+    const handle = await executor.execute(agent, 'go', { sessionId: 'busy-usage', usageStore: usage });
+    await started.opened;
+    const recorded = usage.entries({ sessionId: 'busy-usage' }).length;
+    expect(recorded).toBeGreaterThanOrEqual(2); // the first step's model call and its add call
+    const refused = await executor.deleteSession('busy-usage').then(() => undefined, (e: unknown) => e);
+    expect(AgentError.isInstance(refused) && refused.info.code).toBe('session_running');
+    expect(usage.entries({ sessionId: 'busy-usage' })).toHaveLength(recorded);
+    gate.open();
+    expect((await handle.result()).status).toBe('completed');
+  });
+
+  it('deleteSession({ usageStore }) cleans a usage store this executor never ran with (another process deletes the session)', async () => {
+    const stateStore = new InMemoryStateStore();
+    const streams = new InMemoryStreamManager();
+    const usage = new InMemoryUsageStore();
+    const runner = new JSAgentExecutor(stateStore, streams, new VercelAIAdapter(), { logger: silentLogger });
+    await (await runner.execute(adder(2), 'go', { sessionId: 'elsewhere', usageStore: usage })).result();
+    expect(usage.entries({ sessionId: 'elsewhere' }).length).toBeGreaterThan(0);
+    const deleter = new JSAgentExecutor(stateStore, streams, new VercelAIAdapter(), { logger: silentLogger });
+    expect(await deleter.deleteSession('elsewhere', { usageStore: usage })).toBe(true);
+    expect(usage.entries({ sessionId: 'elsewhere' })).toEqual([]);
+  });
+
+  it('deleteSession leaves a usage store without deleteSession alone, and does not ask the state store (its own usage went with the session) a second time', async () => {
+    const stateStore = new InMemoryStateStore();
+    const asked: string[] = [];
+    const inner = new InMemoryUsageStore();
+    // A third-party store that implements only the required methods.
+    const plain: UsageStore = { record: (entries) => inner.record(entries), getRollup: (filter) => inner.getRollup(filter) };
+    const deleting = new InMemoryUsageStore();
+    const deleteEntries = deleting.deleteSession.bind(deleting);
+    deleting.deleteSession = async (id: string) => (asked.push(id), deleteEntries(id));
+    const originalDelete = stateStore.deleteSession.bind(stateStore);
+    let stateDeletes = 0;
+    stateStore.deleteSession = async (id: string) => (stateDeletes++, originalDelete(id));
+    const executor = new JSAgentExecutor(stateStore, new InMemoryStreamManager(), new VercelAIAdapter(), { logger: silentLogger });
+    await (await executor.execute(adder(2), 'go', { sessionId: 'mixed', usageStore: plain })).result();
+    await (await executor.execute(adder(2), 'again', { sessionId: 'mixed', usageStore: deleting })).result();
+    await (await executor.execute(adder(2), 'third', { sessionId: 'mixed', usageStore: stateStore })).result();
+    expect(deleting.entries({ sessionId: 'mixed' }).length).toBeGreaterThan(0);
+    expect(await executor.deleteSession('mixed')).toBe(true);
+    expect(stateDeletes).toBe(1);
+    expect(asked).toEqual(['mixed']);
+    expect(deleting.entries({ sessionId: 'mixed' })).toEqual([]);
+    expect(inner.entries({ sessionId: 'mixed' }).length).toBeGreaterThan(0);
   });
 
   it('deleteSession refuses (session_running) while the run is running and deletes nothing', async () => {

@@ -23,3 +23,20 @@ describe('rollups keep every tool name a plain key', () => {
     expect(Object.keys(merged.toolStats.byTool).sort()).toEqual([...names].sort());
   });
 });
+
+describe('InMemoryUsageStore.deleteSession', () => {
+  const llm = (sessionId: string, runId: string): UsageEntry => ({ kind: 'llm', sessionId, runId, stepIndex: 0, attempt: 1, model: 'm', success: true, usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 }, durationMs: 1, at: 0 });
+
+  it('drops only that session\'s entries and says whether it held any', async () => {
+    const store = new InMemoryUsageStore();
+    await store.record([llm('a', 'a1'), llm('b', 'b1'), llm('a', 'a2')]);
+    expect(await store.deleteSession('a')).toBe(true);
+    expect(store.entries({ sessionId: 'a' })).toEqual([]);
+    expect(store.entries()).toEqual([llm('b', 'b1')]);
+    expect((await store.getRollup({ runId: 'a2' })).modelCalls).toBe(0);
+    expect(await store.deleteSession('a')).toBe(false);
+    expect(await store.deleteSession('never')).toBe(false);
+    await store.record([llm('a', 'a3')]);
+    expect(store.entries({ sessionId: 'a' })).toHaveLength(1);
+  });
+});

@@ -3,7 +3,7 @@ import { rollupUsage } from '../usage.js';
 
 /** The in-memory {@link UsageStore}. */
 export class InMemoryUsageStore implements UsageStore {
-  readonly #entries: UsageEntry[] = [];
+  #entries: UsageEntry[] = [];
 
   async record(entries: readonly UsageEntry[]): Promise<void> {
     for (const entry of entries) this.#entries.push(entry);
@@ -11,6 +11,14 @@ export class InMemoryUsageStore implements UsageStore {
 
   async getRollup(filter: UsageFilter = {}): Promise<UsageRollup> {
     return rollupUsage(this.entries(filter));
+  }
+
+  /** Drops the session's entries (deleting a session through the executor does it); true when there were some. */
+  async deleteSession(sessionId: string): Promise<boolean> {
+    const kept = this.#entries.filter((e) => e.sessionId !== sessionId);
+    if (kept.length === this.#entries.length) return false;
+    this.#entries = kept;
+    return true;
   }
 
   /** The recorded entries matching a filter. */

@@ -7,6 +7,7 @@ import type { LLMAdapter } from '../llm.js';
 import { GENESIS_CHECKPOINT } from '../store.js';
 import type { CheckpointInfo, RunRecord, SessionSnapshot, StateStore } from '../store.js';
 import type { StreamChunk, StreamManager, StreamReadOptions } from '../stream.js';
+import type { UsageStore } from '../usage.js';
 import type { AgentHandle, AgentRuntime, ExecuteOptions, RecoverOptions, ResumeOptions, RetryOptions, RunCallOptions } from './agent-runtime.js';
 import { ApprovalSigner } from './approval-signature.js';
 import { resolveReconcile } from './reconcile-options.js';
@@ -18,6 +19,7 @@ import type { AgentResult } from './result.js';
 import { resumeAnswers } from './resume-answers.js';
 import { attachedHandle } from './attached-handle.js';
 import { checkSessionId } from './session-id.js';
+import { KnownUsageStores } from './usage-stores.js';
 import { RunLauncher, type BeginSpec, type RunStartedInfo } from './run-entry.js';
 import type { ChildStart } from './run-setup.js';
 import { shutDown, SubAgentTree, type NestedPendingCall } from './sub-agent-tree.js';
@@ -41,6 +43,8 @@ export class JSAgentExecutor implements AgentRuntime {
   readonly #attachTimeoutMs: number;
   readonly #limits: ResourceLimits | undefined;
   readonly #tree: SubAgentTree;
+  /** The usage stores runs here were given: deleteSession drops the session's entries there too. */
+  readonly #usageStores = new KnownUsageStores();
   /** Aborted while shutdown() runs: sub-agent calls stop waiting, and runs let themselves go. */
   #shutdown = new AbortController();
   /** This process's name on leases. */
@@ -87,6 +91,7 @@ export class JSAgentExecutor implements AgentRuntime {
       },
       onEnded: (ended) => this.#tree.runEnded(ended),
       reconcile: resolveReconcile(options),
+      usageStores: this.#usageStores,
     });
     this.#tree = new SubAgentTree({
       stateStore,
@@ -361,15 +366,19 @@ export class JSAgentExecutor implements AgentRuntime {
   }
 
   /**
-   * Deletes a session: its records in the state store (runs, journals, checkpoints, messages, usage)
-   * and its stream. Refuses with an AgentError `session_running` (deleting nothing) while a run of the
-   * session is running; stop it first. Resolves true when the session existed. Sub-agent sessions are
-   * sessions of their own: delete them by their ids.
+   * Deletes a session: its records in the state store (runs, journals, checkpoints, messages, usage),
+   * its stream, and its entries in every usage store this executor's runs were given (and
+   * `options.usageStore`, for a store this process never ran with) that has `deleteSession`. Refuses
+   * with an AgentError `session_running` (deleting nothing) while a run of the session is running; stop
+   * it first. Resolves true when the session existed in the state store; the stream and usage stores
+   * are cleaned either way, so calling it again finishes a deletion that failed half-way. Sub-agent
+   * sessions are sessions of their own: delete them by their ids.
    */
-  async deleteSession(sessionId: string): Promise<boolean> {
+  async deleteSession(sessionId: string, options: { readonly usageStore?: UsageStore } = {}): Promise<boolean> {
     const id = checkSessionId(sessionId);
     const deleted = await this.stateStore.deleteSession(id);
     await this.streamManager.deleteStream(id);
+    await this.#usageStores.deleteSession(id, this.stateStore, options.usageStore);
     return deleted;
   }
 

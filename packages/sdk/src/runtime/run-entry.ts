@@ -24,6 +24,7 @@ import { PacedRecorder, type Pacer } from './pacer.js';
 import type { ResolvedReconcileOptions } from './reconcile-options.js';
 import type { RunHost } from './run-host.js';
 import { JournalStepRecorder } from './step-recorder.js';
+import type { KnownUsageStores } from './usage-stores.js';
 
 /** A run that just passed its entry (what {@link RunLauncher.onRun} listeners receive). */
 export interface RunStartedInfo {
@@ -86,6 +87,8 @@ export interface LauncherConfig {
   readonly onEnded?: (ended: RunEndedInfo) => Promise<void>;
   /** The §2 reconciliation variants (C2, C6, C16) for every run. */
   readonly reconcile?: ResolvedReconcileOptions;
+  /** Told of every usage store a run is given (so deleting a session can clean them). */
+  readonly usageStores?: KnownUsageStores;
 }
 
 /** A run that ended in this process, as {@link LauncherConfig.onEnded} hears of it. */
@@ -281,6 +284,7 @@ export class RunLauncher {
     who: Pick<RunOptionsRecord, 'userId' | 'tags' | 'metadata' | 'parentSessionId' | 'parentToolCallId' | 'depth' | 'dryRun'>,
   ): RunSetup {
     const c = this.#config;
+    c.usageStores?.remember(own.usageStore);
     return {
       ...own,
       stateStore: c.stateStore,
