@@ -124,14 +124,13 @@ const EMPTY_MANAGER = new HookManager<unknown, unknown>();
  */
 export class RunLauncher {
   readonly #config: LauncherConfig;
-  readonly #warm: WarmHooks;
+  readonly #warm = new WarmHooks();
   readonly #listeners = new Set<(info: RunStartedInfo) => void>();
   readonly #agentHooks = new WeakMap<object, HookManager<unknown, unknown>>();
   readonly #live = new Map<string, LiveRun>();
 
   constructor(config: LauncherConfig) {
     this.#config = config;
-    this.#warm = new WarmHooks(config.logger);
     config.host?.bind(this);
   }
 
@@ -165,46 +164,40 @@ export class RunLauncher {
     const c = this.#config;
     const model = this.modelFor(agent);
     const hooks = this.hooksFor(agent, options.hooks, options.hookManager);
-    const giveBack = await this.#warmRun(agent, hooks);
-    try {
-      const turnId = c.generateId('turn');
-      const startedAt = Date.now();
-      const input = spec.input ?? '';
-      const inputMessages: readonly Message[] = spec.newTurn ? [...(spec.leadingRows ?? []), ...(spec.inputRows ?? [{ role: 'user', content: input }])] : [];
-      const record = runOptionsRecord(spec, options, options.dryRun === true || (await continuesDryRun(c.stateStore, spec.previousRunId)));
-      const begun = await c.stateStore.beginRun({
-        sessionId,
-        runId,
-        agentType: agent.name,
-        signal: spec.signal,
-        initialState: spec.initialState,
-        ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
-        ...(spec.newTurn ? { newTurn: { turnId, input: inputMessages } } : {}),
-        ...(spec.restoreCheckpointId === undefined ? {} : { restoreCheckpointId: spec.restoreCheckpointId }),
-        ...(spec.expect === undefined ? {} : { expect: spec.expect }),
-        startedAt,
-        leaseOwner: c.instanceId,
-        leaseMs: c.leaseMs,
-        options: record,
-      });
-      crashPoint('after_k1');
-      this.#supersedeLive(sessionId, runId);
-      const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input);
-      const turn = begun.session.turn;
-      const setup = this.#setup({ agent, model, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch, ...executionHooks(options), ...hookContextOf(options) }, record);
-      return this.#launch(setup, begun.lease, giveBack, { state: begun.session.state, messages: begun.session.messages, startedAt }, undefined, {
-        ...spec.start,
-        signal: spec.signal,
-        input: spec.newTurn ? input : turnInput(turn?.input),
-        inputMessages: spec.newTurn ? inputMessages : (turn?.input ?? []),
-        turnStartCommitted: spec.newTurn ? false : turn?.startCommitted === true,
-        signalFired: false,
-      }, options.abortSignal, pacer);
-    } catch (error) {
-      // The entry failed: no run ends to give the hooks back.
-      await giveBack();
-      throw error;
-    }
+    await this.#warmRun(agent, hooks);
+    const turnId = c.generateId('turn');
+    const startedAt = Date.now();
+    const input = spec.input ?? '';
+    const inputMessages: readonly Message[] = spec.newTurn ? [...(spec.leadingRows ?? []), ...(spec.inputRows ?? [{ role: 'user', content: input }])] : [];
+    const record = runOptionsRecord(spec, options, options.dryRun === true || (await continuesDryRun(c.stateStore, spec.previousRunId)));
+    const begun = await c.stateStore.beginRun({
+      sessionId,
+      runId,
+      agentType: agent.name,
+      signal: spec.signal,
+      initialState: spec.initialState,
+      ...(spec.parentSessionId === undefined ? {} : { parentSessionId: spec.parentSessionId }),
+      ...(spec.newTurn ? { newTurn: { turnId, input: inputMessages } } : {}),
+      ...(spec.restoreCheckpointId === undefined ? {} : { restoreCheckpointId: spec.restoreCheckpointId }),
+      ...(spec.expect === undefined ? {} : { expect: spec.expect }),
+      startedAt,
+      leaseOwner: c.instanceId,
+      leaseMs: c.leaseMs,
+      options: record,
+    });
+    crashPoint('after_k1');
+    this.#supersedeLive(sessionId, runId);
+    const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input);
+    const turn = begun.session.turn;
+    const setup = this.#setup({ agent, model, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch, ...executionHooks(options), ...hookContextOf(options) }, record);
+    return this.#launch(setup, begun.lease, { state: begun.session.state, messages: begun.session.messages, startedAt }, undefined, {
+      ...spec.start,
+      signal: spec.signal,
+      input: spec.newTurn ? input : turnInput(turn?.input),
+      inputMessages: spec.newTurn ? inputMessages : (turn?.input ?? []),
+      turnStartCommitted: spec.newTurn ? false : turn?.startCommitted === true,
+      signalFired: false,
+    }, options.abortSignal, pacer);
   }
 
   /** Run `runId` took the session: the session's run still going here is superseded now, so its children do not run on for nothing. */
@@ -218,29 +211,23 @@ export class RunLauncher {
     const { session, run, lease, journal } = claimed;
     const model = this.modelFor(agent);
     const hooks = this.hooksFor(agent, hookSources.hooks, hookSources.hookManager);
-    const giveBack = await this.#warmRun(agent, hooks);
-    try {
-      const turn = session.turn;
-      const input = turnInput(turn?.input) || (run.options.input ?? '');
-      const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, run.signal, input);
-      const setup = this.#setup({ agent, model, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch, ...executionHooks(hookSources), ...hookContextOf(hookSources) }, run.options);
-      // Another process asked for this run to stop while nobody ran it: it stops at once.
-      if (run.stopRequest !== undefined) setup.abort.abort(new RunInterruptedError(run.stopRequest.reason));
-      return this.#launch(setup, lease, giveBack, { state: session.state, messages: session.messages, startedAt: run.startedAt, stepCount: run.stepCount }, journal, {
-        ...((run.options.start ?? {}) as RecordedStart),
-        signal: run.signal,
-        input,
-        inputMessages: turn?.input ?? [],
-        turnStartCommitted: turn?.startCommitted === true,
-        // A committed step means the signal fired; a marker in the journal says the same (the recorder knows).
-        signalFired: run.stepCount > 0,
-        ...(run.output === undefined ? {} : { committedOutput: { value: run.output } }),
-      }, undefined, pacer);
-    } catch (error) {
-      // The entry failed: no run ends to give the hooks back.
-      await giveBack();
-      throw error;
-    }
+    await this.#warmRun(agent, hooks);
+    const turn = session.turn;
+    const input = turnInput(turn?.input) || (run.options.input ?? '');
+    const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, run.signal, input);
+    const setup = this.#setup({ agent, model, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch, ...executionHooks(hookSources), ...hookContextOf(hookSources) }, run.options);
+    // Another process asked for this run to stop while nobody ran it: it stops at once.
+    if (run.stopRequest !== undefined) setup.abort.abort(new RunInterruptedError(run.stopRequest.reason));
+    return this.#launch(setup, lease, { state: session.state, messages: session.messages, startedAt: run.startedAt, stepCount: run.stepCount }, journal, {
+      ...((run.options.start ?? {}) as RecordedStart),
+      signal: run.signal,
+      input,
+      inputMessages: turn?.input ?? [],
+      turnStartCommitted: turn?.startCommitted === true,
+      // A committed step means the signal fired; a marker in the journal says the same (the recorder knows).
+      signalFired: run.stepCount > 0,
+      ...(run.output === undefined ? {} : { committedOutput: { value: run.output } }),
+    }, undefined, pacer);
   }
 
   /** The model `agent`'s runs call (its model id resolved through the providers registry); a ConfigError when it cannot be resolved. */
@@ -277,22 +264,23 @@ export class RunLauncher {
     return cached;
   }
 
-  /** Calls `warmUp()` once on every class-based hook of `hooks` not warmed yet, and keeps them warm until close(). */
+  /** Calls `warmUp()` once on every class-based hook of `hooks` not warmed yet; close() closes them. */
   async warmUp(hooks: HookManager<unknown, unknown>): Promise<void> {
-    await this.#warm.keep(hooks.hookObjects());
+    await this.#warm.warm(hooks.hookObjects(), 'hold');
   }
 
   /**
-   * Warms up a run's class-based hooks: the agent's own are kept until close(); those only the execution
-   * brought are lent to the run, and closed once the last run using them ends. Resolves with the function
-   * that gives them back (see {@link WarmHooks}).
+   * Warms up a run's class-based hooks not warmed yet: the agent's own are held until close(); those only
+   * the execution brought are remembered weakly, so that a fresh object per execute is not kept alive
+   * by this executor once its runs ended (see {@link WarmHooks}).
    */
-  async #warmRun(agent: AgentConfig<unknown, unknown>, hooks: HookManager<unknown, unknown>): Promise<() => Promise<void>> {
-    await this.#warm.keep(this.#agentManager(agent).hookObjects());
-    return this.#warm.lend(hooks.hookObjects());
+  async #warmRun(agent: AgentConfig<unknown, unknown>, hooks: HookManager<unknown, unknown>): Promise<void> {
+    const own = this.#agentManager(agent).hookObjects();
+    await this.#warm.warm(own, 'hold');
+    if (hooks.hookObjects().length > own.length) await this.#warm.warm(hooks.hookObjects(), 'weak');
   }
 
-  /** Calls `close()` once on every class-based hook kept warm here, newest first (lent ones close when their last run ends). */
+  /** Calls `close()` once on every class-based hook warmed here that still exists, newest first. */
   async close(): Promise<void> {
     await this.#warm.close();
   }
@@ -357,7 +345,7 @@ export class RunLauncher {
     }
   }
 
-  #launch(setup: RunSetup, lease: RunLease, giveBack: () => Promise<void>, origin: RunOrigin, journal: ClaimedRun['journal'] | undefined, start: RunStart, abortSignal: AbortSignal | undefined, pacer: Pacer | undefined): AgentHandle {
+  #launch(setup: RunSetup, lease: RunLease, origin: RunOrigin, journal: ClaimedRun['journal'] | undefined, start: RunStart, abortSignal: AbortSignal | undefined, pacer: Pacer | undefined): AgentHandle {
     const c = this.#config;
     const { abort, runId, sessionId } = setup;
     // The caller's signal may outlive the run (one signal for many runs): its listener goes when the run ends.
@@ -380,7 +368,7 @@ export class RunLauncher {
         pacer?.end();
         abortSignal?.removeEventListener('abort', onCallerAbort);
       })
-      .then((result) => this.#ended(setup, result, giveBack));
+      .then((result) => this.#ended(setup, result));
     const stop = async (reason?: string): Promise<AgentResult> => {
       if (!abort.signal.aborted) abort.abort(new RunInterruptedError(reason ?? 'The run was interrupted.'));
       return done;
@@ -416,15 +404,13 @@ export class RunLauncher {
 
   /**
    * After the loop: a run let go at shutdown releases its lease (so any process may recover it at
-   * once), the class-based hooks lent to the run are given back (the last run of one closes it), then
-   * the executor hears of the ending (a parent may resume), then the handle resolves.
+   * once), then the executor hears of the ending (a parent may resume), then the handle resolves.
    */
-  async #ended(setup: RunSetup, result: AgentResult, giveBack: () => Promise<void>): Promise<AgentResult> {
+  async #ended(setup: RunSetup, result: AgentResult): Promise<AgentResult> {
     const c = this.#config;
     if (result.status === 'running') {
       await c.stateStore.renewLease(setup.runId, setup.epoch, 0, Date.now()).catch((error: unknown) => c.logger.warn(`releasing the lease of run ${setup.runId} failed: ${String(error)}`));
     }
-    await giveBack();
     await c.onEnded?.({ sessionId: setup.sessionId, ...(setup.parentSessionId === undefined ? {} : { parentSessionId: setup.parentSessionId }), result }).catch((error: unknown) => {
       c.logger.error(`after the end of run ${setup.runId}: ${error instanceof Error ? error.message : String(error)}`);
     });

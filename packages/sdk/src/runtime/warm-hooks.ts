@@ -1,108 +1,60 @@
 import type { HookObject } from '../hooks/manager.js';
-import type { Logger } from './logger.js';
 
-/** An execution's class-based hook while runs here use it: how many, and its warm-up / close chain. */
-interface Lent {
-  runs: number;
-  /** Its last warm-up (a failure rejects the runs that wait for it). */
-  ready: Promise<void>;
-  /** Its warm-ups and closes, one after another (never rejects). */
-  settled: Promise<void>;
+/** One warmed object: held (strongly) or only remembered (weakly); its warm-up, which later runs wait for. */
+interface Warmed {
+  held: HookObject | undefined;
+  readonly ref: WeakRef<HookObject>;
+  readonly ready: Promise<void>;
 }
 
 /**
- * The class-based hooks an executor warmed, and when they are closed. Two lifetimes:
- * - **kept**: the hooks of agents (`defineAgent({ hooks })`) and those given to `executor.warmUp()`: warmed
- *   once, closed once by `close()` (newest first);
- * - **lent**: hooks that only an execution brought (`execute(..., { hooks, hookManager })`, inherited by its
- *   sub-agents): warmed before the first run here that uses them, closed once the last of those runs has
- *   ended (completed, failed, suspended, handed off), then forgotten. An object given again later is warmed
- *   again: every warm-up is followed by exactly one close, and nothing is held for finished runs.
- * An object that becomes kept while lent is not closed when its runs end, only by `close()`.
+ * The class-based hooks an executor warmed up: each object is warmed up once, and `close()` closes
+ * each once, newest first. Two ways of remembering one:
+ * - **hold**: the hooks of agents (`defineAgent({ hooks })`) and those given to `executor.warmUp()`, which
+ *   live as long as the executor anyway;
+ * - **weak**: hooks that only an execution brought (`execute(..., { hooks, hookManager })`, inherited by its
+ *   sub-agents). Its runs hold such an object while they run; once they ended, the executor no longer keeps
+ *   it alive: while the caller still refers to it, it stays warm (passed again, it is not warmed again) and
+ *   `close()` closes it; once nothing refers to it, it is collected and forgotten, without `close()` (nothing
+ *   could call it any more). So a fresh object per execute costs nothing once its runs ended.
+ * An object remembered weakly and then held (its agent, or `warmUp()`, brings it too) is held from then on.
  */
 export class WarmHooks {
-  /** Kept objects, oldest first. */
-  readonly #kept = new Set<HookObject>();
-  /** Lent objects with runs here, or whose close is under way. */
-  readonly #lent = new Map<HookObject, Lent>();
-  readonly #logger: Logger;
+  /** Every warmed object still alive, oldest first. */
+  readonly #order = new Set<Warmed>();
+  #warmed = new WeakMap<HookObject, Warmed>();
+  readonly #collected = new FinalizationRegistry<Warmed>((entry) => this.#order.delete(entry));
 
-  constructor(logger: Logger) {
-    this.#logger = logger;
-  }
-
-  /** Warms up (once) and keeps until close() every object not kept yet; a lent one becomes kept. */
-  async keep(objects: readonly HookObject[]): Promise<void> {
+  /** Warms up the objects not warmed yet (in order, each once), remembered as `how` says; waits for warm-ups under way. */
+  async warm(objects: readonly HookObject[], how: 'hold' | 'weak'): Promise<void> {
     for (const object of objects) {
-      if (this.#kept.has(object)) continue;
-      this.#kept.add(object);
-      const lent = this.#lent.get(object);
-      this.#lent.delete(object);
-      if (lent && lent.runs > 0) {
-        // Warm (or warming) for its runs: it stays so.
-        await lent.ready;
-      } else {
-        // Never warmed here, or its close is under way: warmed (again) after it.
-        await lent?.settled;
-        await object.warmUp?.();
+      const known = this.#warmed.get(object);
+      if (known !== undefined) {
+        if (how === 'hold') known.held = object;
+        // Another run's warm-up under way: wait for it (its failure is that run's).
+        await known.ready.catch(() => undefined);
+        continue;
       }
+      // Remembered before its warm-up runs: a throw rejects this run's entry, and close() still closes it.
+      const entry: Warmed = { held: how === 'hold' ? object : undefined, ref: new WeakRef(object), ready: (async () => object.warmUp?.())() };
+      this.#warmed.set(object, entry);
+      this.#order.add(entry);
+      this.#collected.register(object, entry, entry);
+      await entry.ready;
     }
   }
 
-  /**
-   * Lends the objects not kept to one run: the first run to borrow an object warms it up (after its close,
-   * when one is under way). Resolves with the function that gives them back (when the run ended, or its
-   * entry failed; a second call does nothing); a warm-up that throws gives back what was borrowed and rethrows.
-   */
-  async lend(objects: readonly HookObject[]): Promise<() => Promise<void>> {
-    const borrowed: HookObject[] = [];
-    let given: Promise<void> | undefined;
-    // Once: the entry's failure and the run's end cannot both give the objects back.
-    const giveBack = (): Promise<void> => (given ??= this.#giveBack(borrowed));
-    try {
-      for (const object of objects) {
-        if (this.#kept.has(object) || borrowed.includes(object)) continue;
-        let lent = this.#lent.get(object);
-        if (!lent) this.#lent.set(object, (lent = { runs: 0, ready: Promise.resolve(), settled: Promise.resolve() }));
-        borrowed.push(object);
-        if (lent.runs++ === 0) {
-          lent.ready = lent.settled.then(async () => object.warmUp?.());
-          lent.settled = lent.ready.catch(() => undefined);
-        }
-        await lent.ready;
-      }
-    } catch (error) {
-      await giveBack();
-      throw error;
-    }
-    return giveBack;
-  }
-
-  /** Closes every kept object, newest first, and forgets them; waits for the closes of lent objects under way. */
+  /** Calls `close()` once on every warmed object still alive, newest first, and forgets them all (warmed again when next used). */
   async close(): Promise<void> {
-    const kept = [...this.#kept].reverse();
-    this.#kept.clear();
-    for (const object of kept) await object.close?.();
-    await Promise.all([...this.#lent.values()].filter((l) => l.runs === 0).map((l) => l.settled));
-  }
-
-  /** A run gives its objects back, newest first: the last run of an object closes it (a throw is logged). */
-  async #giveBack(borrowed: readonly HookObject[]): Promise<void> {
-    for (const object of [...borrowed].reverse()) {
-      const lent = this.#lent.get(object);
-      // Kept since it was lent: close() closes it.
-      if (!lent || --lent.runs > 0) continue;
-      const closed = lent.settled.then(async () => {
-        try {
-          await object.close?.();
-        } catch (error) {
-          this.#logger.warn(`close() of a class-based hook (${object.constructor.name}) threw: ${error instanceof Error ? error.message : String(error)}`);
-        }
-      });
-      lent.settled = closed;
-      await closed;
-      // Forgotten unless a run borrowed it again meanwhile.
-      if (lent.runs === 0 && this.#lent.get(object) === lent) this.#lent.delete(object);
+    const entries = [...this.#order].reverse();
+    this.#order.clear();
+    this.#warmed = new WeakMap();
+    for (const entry of entries) {
+      this.#collected.unregister(entry);
+      const object = entry.held ?? entry.ref.deref();
+      if (object === undefined) continue;
+      await entry.ready.catch(() => undefined);
+      await object.close?.();
     }
   }
 }
