@@ -7,6 +7,7 @@ export { isTerminalChunk } from './stream.js';
 export type {
   ActionsCompletedChunk,
   ActionsRequestedChunk,
+  ApprovalDecisionInfo,
   ChunkBase,
   CustomChunk,
   EndChunk,

@@ -18,11 +18,27 @@ export interface ChunkBase {
 /** How a run began: the start signal it fires. */
 export type StartSignalKind = 'start' | 'resumed' | 'retry';
 
+/**
+ * A person's answer to an approval call, as a resumed run announces it (its `run_started` chunk,
+ * onAgentResumed's `decisions`). Never a signature: reading it authorizes nothing.
+ */
+export interface ApprovalDecisionInfo {
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly decision: 'approve' | 'reject';
+  /** The reason given with the decision (trimmed; absent when none or blank). A rejection's also reaches the model. */
+  readonly reason?: string;
+  /** True when the approval came with edited arguments (the call's `tool_start` carries what runs). */
+  readonly edited: boolean;
+}
+
 /** The run claimed the stream and started (the last part of a run's entry). */
 export interface RunStartedChunk extends ChunkBase {
   readonly type: 'run_started';
   readonly signal: StartSignalKind;
   readonly input?: string;
+  /** A resumed run begun with answers to approval calls: those decisions, in the order given. */
+  readonly decisions?: readonly ApprovalDecisionInfo[];
 }
 /** A model call attempt starts. */
 export interface StepStartChunk extends ChunkBase {
@@ -48,14 +64,12 @@ export interface ReasoningDeltaChunk extends ChunkBase {
   /** True on the chunk that closes a reasoning block. */
   readonly blockEnd?: boolean;
 }
-/** A call waits for a human decision (approval). */
+/** A call waits for a human decision (approval). It never carries a signature: reading the stream authorizes nothing (see `signApproval`). */
 export interface ToolApprovalRequestChunk extends ChunkBase {
   readonly type: 'tool_approval_request';
   readonly toolCallId: string;
   readonly toolName: string;
   readonly arguments: unknown;
-  /** An HMAC over session, call id and arguments, when the executor signs approvals. */
-  readonly signature?: string;
 }
 /** The run suspended: its part of the stream pauses here until a resume starts a fresh run. */
 export interface SuspendedChunk extends ChunkBase {

@@ -2,7 +2,7 @@ import type { AgentConfig, ToolDefinition } from '../define.js';
 import type { AgentError, AgentErrorInfo, RunSupersededError } from '../errors.js';
 import type { LLMToolSpec, ModelParameters, StepResult, TokenUsage } from '../llm.js';
 import type { Message, ToolCall } from '../messages.js';
-import type { CustomChunk, StatePatch, WarningChunk } from '../stream.js';
+import type { ApprovalDecisionInfo, CustomChunk, StatePatch, WarningChunk } from '../stream.js';
 
 /** A chunk a hook may emit with `ctx.emit`: a custom event or a warning. Stream fields are filled in. */
 export type EmittableChunk =
@@ -272,6 +272,8 @@ export interface AgentResumedHookContext<TState = unknown, TOutput = unknown, TH
   readonly previousRunId: string;
   /** The checkpoint restored, for a from_checkpoint rewind. */
   readonly resumedFromCheckpointId?: string;
+  /** The approvals and rejections this run delivers (`approve()`, `reject()`, `with_confirmation` decisions), with their reasons; empty when none. */
+  readonly decisions: readonly ApprovalDecisionInfo[];
 }
 
 /** onAgentRetry's context: the start signal of a run that retry() began. */

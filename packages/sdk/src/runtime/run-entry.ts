@@ -6,7 +6,7 @@ import type { LLMAdapter, LanguageModel, ModelRegistry } from '../llm.js';
 import type { Message } from '../messages.js';
 import type { BeginRunRequest, ClaimedRun, RunLease, RunOptionsRecord, StateStore } from '../store.js';
 import { continuesDryRun, executionHooks, hookContextOf, rollupWithChildren, runOptionsRecord, sameHandler, turnInput } from './launch-records.js';
-import type { StartSignalKind, StreamChunkInput, StreamManager, StreamWriter } from '../stream.js';
+import type { ApprovalDecisionInfo, StartSignalKind, StreamChunkInput, StreamManager, StreamWriter } from '../stream.js';
 import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
 import { crashPoint } from './crash-points.js';
 import type { ModelReplyJournaling } from './executor-options.js';
@@ -24,6 +24,7 @@ import { PacedRecorder, type Pacer } from './pacer.js';
 import type { ResolvedReconcileOptions } from './reconcile-options.js';
 import type { RunHost } from './run-host.js';
 import { JournalStepRecorder } from './step-recorder.js';
+import { approvalDecisions } from './tool-answers.js';
 import type { KnownUsageStores } from './usage-stores.js';
 import { WarmHooks } from './warm-hooks.js';
 
@@ -187,7 +188,7 @@ export class RunLauncher {
     });
     crashPoint('after_k1');
     this.#supersedeLive(sessionId, runId);
-    const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input);
+    const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input, approvalDecisions(spec.start.deliveries));
     const turn = begun.session.turn;
     const setup = this.#setup({ agent, model, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch, ...executionHooks(options), ...hookContextOf(options) }, record);
     return this.#launch(setup, begun.lease, { state: begun.session.state, messages: begun.session.messages, startedAt }, undefined, {
@@ -214,7 +215,7 @@ export class RunLauncher {
     await this.#warmRun(agent, hooks);
     const turn = session.turn;
     const input = turnInput(turn?.input) || (run.options.input ?? '');
-    const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, run.signal, input);
+    const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, run.signal, input, approvalDecisions((run.options.start as RecordedStart | undefined)?.deliveries));
     const setup = this.#setup({ agent, model, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch, ...executionHooks(hookSources), ...hookContextOf(hookSources) }, run.options);
     // Another process asked for this run to stop while nobody ran it: it stops at once.
     if (run.stopRequest !== undefined) setup.abort.abort(new RunInterruptedError(run.stopRequest.reason));
@@ -313,11 +314,11 @@ export class RunLauncher {
     };
   }
 
-  /** The stream claim and run_started chunk; a failure records the run failed (best effort) and rethrows. */
-  async #enter(sessionId: string, runId: string, lease: RunLease, agentType: string, signal: StartSignalKind, input: string): Promise<StreamWriter> {
+  /** The stream claim and run_started chunk (with the approval decisions a resumed run delivers); a failure records the run failed (best effort) and rethrows. */
+  async #enter(sessionId: string, runId: string, lease: RunLease, agentType: string, signal: StartSignalKind, input: string, decisions: readonly ApprovalDecisionInfo[]): Promise<StreamWriter> {
     const c = this.#config;
     try {
-      return await this.#claim(sessionId, runId, { type: 'run_started', signal, input, streamId: sessionId, agentId: sessionId, agentType, runId, timestamp: Date.now() });
+      return await this.#claim(sessionId, runId, { type: 'run_started', signal, input, ...(decisions.length > 0 ? { decisions } : {}), streamId: sessionId, agentId: sessionId, agentType, runId, timestamp: Date.now() });
     } catch (error) {
       const info = AgentError.isInstance(error) ? error.info : new StateCommitError(error instanceof Error ? error.message : String(error)).info;
       await c.stateStore

@@ -6,7 +6,7 @@ import { startSignalRecord } from './journal-records.js';
 import type { AgentResult } from './result.js';
 import { finish, stopAfterTools, suspend } from './run-end.js';
 import type { Run } from './run.js';
-import { DELIVERY_STEP, deliverAnswer, type PendingAnswer } from './tool-answers.js';
+import { approvalDecisions, DELIVERY_STEP, deliverAnswer, type PendingAnswer } from './tool-answers.js';
 import { replayRecordedCalls } from './call-replay.js';
 import type { WorkingMark } from './working-copy.js';
 
@@ -85,7 +85,8 @@ export async function openRun(run: Run, start: RunStart, progress: Progress): Pr
 async function fireStartSignal(run: Run, start: RunStart): Promise<void> {
   if (start.signal === 'resumed' && start.resumed) {
     const { previousRunId, resumedFromCheckpointId } = start.resumed;
-    await run.hooks.fireSignal('onAgentResumed', { previousRunId, ...(resumedFromCheckpointId === undefined ? {} : { resumedFromCheckpointId }) }, run.runScope);
+    const decisions = approvalDecisions(start.deliveries);
+    await run.hooks.fireSignal('onAgentResumed', { previousRunId, ...(resumedFromCheckpointId === undefined ? {} : { resumedFromCheckpointId }), decisions }, run.runScope);
   } else if (start.signal === 'retry' && start.retried) {
     const { retriedRunId, hasMessage, checkpointId } = start.retried;
     await run.hooks.fireSignal('onAgentRetry', { retriedRunId, hasMessage, ...(checkpointId === undefined ? {} : { checkpointId }) }, run.runScope);

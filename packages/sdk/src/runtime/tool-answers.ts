@@ -2,6 +2,7 @@ import { AgentError, ToolError, type AgentErrorInfo } from '../errors.js';
 import type { ToolDefinition } from '../define.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
 import type { PendingCall } from '../store.js';
+import type { ApprovalDecisionInfo } from '../stream.js';
 import { checkSchema } from '../tool-schema.js';
 import { callScope, type Run } from './run.js';
 import { errorResult, executeCall, invalidInput, type ToolOutcome } from './tool-calls.js';
@@ -16,6 +17,21 @@ export type PendingAnswer =
   | { readonly kind: 'approve'; readonly input?: unknown; readonly reason?: string }
   | { readonly kind: 'reject'; readonly reason?: string }
   | { readonly kind: 'children'; readonly outcomes: readonly { readonly sessionId: string; readonly status: string; readonly output?: unknown; readonly error?: AgentErrorInfo }[] };
+
+/**
+ * The decisions among a resumed run's answers (approvals and rejections), as the run announces them on
+ * its `run_started` chunk and to onAgentResumed: call, tool, decision, reason (trimmed, blank left out),
+ * whether the input was edited. Built field by field: nothing else of the answer (a signature) goes out.
+ */
+export function approvalDecisions(deliveries: readonly { readonly pending: PendingCall; readonly answer: PendingAnswer }[] | undefined): ApprovalDecisionInfo[] {
+  const decisions: ApprovalDecisionInfo[] = [];
+  for (const { pending, answer } of deliveries ?? []) {
+    if (answer.kind !== 'approve' && answer.kind !== 'reject') continue;
+    const reason = answer.reason?.trim();
+    decisions.push({ toolCallId: pending.toolCallId, toolName: pending.toolName, decision: answer.kind, ...(reason ? { reason } : {}), edited: answer.kind === 'approve' && answer.input !== undefined });
+  }
+  return decisions;
+}
 
 /**
  * An approval with edited arguments: they are validated and go through the whole beforeTool chain again
