@@ -38,6 +38,7 @@ function isUsageStore(value: unknown): value is UsageStore {
  */
 export class DBOSAgentExecutor extends JSAgentExecutor {
   readonly #host: DBOSRunHost;
+  readonly #usageStore: UsageStore | undefined;
 
   constructor(stateStore: StateStore, streamManager: StreamManager, llmAdapter: LLMAdapter, options: DBOSAgentExecutorOptions = {}) {
     const { name = 'helix', usageStore, ...rest } = options;
@@ -47,6 +48,7 @@ export class DBOSAgentExecutor extends JSAgentExecutor {
     super(stateStore, streamManager, llmAdapter, { ...rest, journalModelReplies: rest.journalModelReplies ?? 'always', host });
     host.attach(this);
     this.#host = host;
+    this.#usageStore = usageStore;
   }
 
   /** Runs whose loop this worker holds right now. */
@@ -83,6 +85,16 @@ export class DBOSAgentExecutor extends JSAgentExecutor {
     const runId = (await this.getSession(sessionId))?.currentRunId;
     if (runId === undefined || this.#host.holds(runId)) return undefined;
     return (await this.getRun(runId))?.status === 'running' ? runId : undefined;
+  }
+
+  /**
+   * Deletes a session as runtime-js does, and its entries in this executor's `usageStore` too (when it is a
+   * separate store with `deleteSession`), whichever worker ran the session's runs.
+   */
+  override async deleteSession(sessionId: string, options: { readonly usageStore?: UsageStore } = {}): Promise<boolean> {
+    const deleted = await super.deleteSession(sessionId, options);
+    if (this.#usageStore !== undefined && this.#usageStore !== options.usageStore && (this.#usageStore as unknown) !== this.stateStore) await this.#usageStore.deleteSession?.(sessionId);
+    return deleted;
   }
 
   /** The same as {@link stop}. */

@@ -3,7 +3,7 @@
 // tests/crash/dbos-model-replies.test.ts); and the usage of a run (handle.getUsageRollup and the usage
 // store) has the same totals on DBOS as on runtime-js for the same run on the same Postgres.
 import { z } from 'zod';
-import { defineAgent, defineTool, JSAgentExecutor, silentLogger, type UsageRollup } from '@helix-agents/sdk';
+import { defineAgent, defineTool, InMemoryUsageStore, JSAgentExecutor, silentLogger, type UsageRollup } from '@helix-agents/sdk';
 import type { JournalEntry, StateStore } from '@helix-agents/sdk/store';
 import { createScriptedModel } from '@helix-agents/sdk/testing';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
@@ -99,4 +99,23 @@ it('getUsageRollup on DBOS gives the same totals as runtime-js for the same run 
   expect(totals(await dbosStores.usageStore.getRollup({ runId: onDbos.runId }))).toEqual(expected);
   expect(totals(await dbosStores.usageStore.getRollup({ sessionId: onDbos.sessionId }))).toEqual(expected);
   await dbos.close();
+}, 60_000);
+
+it('DBOSAgentExecutor.deleteSession drops the session\'s entries from its separate usageStore, even on an executor (worker) that never ran the session', async () => {
+  const stores = await harness.open();
+  const usage = new InMemoryUsageStore();
+  const runner = new DBOSAgentExecutor(stores.stateStore, stores.streamManager, new VercelAIAdapter(), { logger: silentLogger, name: harness.unique('usage-runner'), usageStore: usage });
+  const agent = pureAgent(harness.unique('usage-deleted'));
+  const gone = await (await runner.execute(agent, 'go')).result();
+  const kept = await (await runner.execute(pureAgent(harness.unique('usage-kept')), 'go')).result();
+  expect([gone.status, kept.status]).toEqual(['completed', 'completed']);
+  const keptEntries = usage.entries({ sessionId: kept.sessionId }).length;
+  expect(usage.entries({ sessionId: gone.sessionId }).length).toBeGreaterThan(0);
+  const deleter = new DBOSAgentExecutor(stores.stateStore, stores.streamManager, new VercelAIAdapter(), { logger: silentLogger, name: harness.unique('usage-deleter'), usageStore: usage });
+  expect(await deleter.deleteSession(gone.sessionId)).toBe(true);
+  expect(usage.entries({ sessionId: gone.sessionId })).toEqual([]);
+  expect(usage.entries({ sessionId: kept.sessionId })).toHaveLength(keptEntries);
+  expect(await deleter.getSession(gone.sessionId)).toBeUndefined();
+  await deleter.close();
+  await runner.close();
 }, 60_000);

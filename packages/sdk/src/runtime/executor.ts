@@ -434,7 +434,12 @@ export class JSAgentExecutor implements AgentRuntime {
     for (const source of sources) await this.#launcher.warmUp(source instanceof HookManager ? source : this.#launcher.hooksFor(source, undefined, undefined));
   }
 
-  /** Shuts down (see {@link shutdown}), then calls `close()` once on every class-based hook this executor warmed, newest first. */
+  /**
+   * Shuts down (see {@link shutdown}), then calls `close()` once on every class-based hook this executor
+   * warmed that still exists, newest first. An agent's hooks and those given to warmUp() are kept alive until
+   * then; one that only an execution brought is held by its runs only, so once nothing else refers to it, it
+   * is collected without a close().
+   */
   async close(): Promise<void> {
     await this.shutdown();
     await this.#launcher.close();
