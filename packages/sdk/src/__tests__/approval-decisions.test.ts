@@ -1,7 +1,9 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent, defineTool, JSAgentExecutor, type AgentResumedHookContext, type ApprovalDecisionInfo, type Message, type StreamChunk } from '../index.js';
 import { VercelAIAdapter } from '@helix-agents/llm-vercel';
+import { approvalDecisions, type PendingAnswer } from '../runtime/tool-answers.js';
 import { createGate, createScriptedModel } from '../testing/index.js';
 import { collect, memoryLogger, setup } from './harness.js';
 
@@ -161,5 +163,29 @@ describe('approval decisions and their reasons, announced by the resumed run', (
     const starts = (await collect(streamManager.read('ap-8', { follow: false }))).filter((c): c is RunStarted => c.type === 'run_started' && c.runId === resumed.runId);
     expect(starts).toHaveLength(2);
     for (const start of starts) expect(start.decisions).toEqual([{ toolCallId: 'mail-a', toolName: 'send_email', decision: 'approve', reason: 'go ahead', edited: false }]);
+  });
+});
+
+describe('approvalDecisions (property)', () => {
+  const answer = fc.oneof(
+    fc.record({ kind: fc.constant('approve' as const), input: fc.option(fc.jsonValue(), { nil: undefined }), reason: fc.option(fc.string(), { nil: undefined }), signature: fc.option(fc.string(), { nil: undefined }) }, { requiredKeys: ['kind'] }),
+    fc.record({ kind: fc.constant('reject' as const), reason: fc.option(fc.string(), { nil: undefined }), signature: fc.option(fc.string(), { nil: undefined }) }, { requiredKeys: ['kind'] }),
+    fc.record({ kind: fc.constant('client' as const), result: fc.jsonValue() }),
+  );
+  it('for any answers: only approvals and rejections, in order, with the reason trimmed (blank left out), edited iff an approval has input, and no other field', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.uuid(), fc.string({ minLength: 1, maxLength: 8 }), answer), { maxLength: 8 }), (rows) => {
+        const deliveries = rows.map(([id, toolName, a]) => ({ pending: { toolCallId: id, toolName, input: {}, kind: a.kind === 'client' ? ('client' as const) : ('approval' as const) }, answer: a as PendingAnswer }));
+        const decisions = approvalDecisions(deliveries);
+        const expected = rows.flatMap(([id, toolName, a]) => {
+          if (a.kind === 'client') return [];
+          const reason = a.reason?.trim();
+          return [{ toolCallId: id, toolName, decision: a.kind, ...(reason ? { reason } : {}), edited: a.kind === 'approve' && 'input' in a && a.input !== undefined }];
+        });
+        expect(decisions).toEqual(expected);
+        for (const d of decisions) expect(Object.keys(d).every((k) => ['toolCallId', 'toolName', 'decision', 'reason', 'edited'].includes(k))).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -1,7 +1,9 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createHookManager, defineAgent, defineSubAgentTool, type AgentConfig, type HookPoint } from '../index.js';
+import { WarmHooks } from '../runtime/warm-hooks.js';
 import { createGate, createScriptedModel } from '../testing/index.js';
 import { setup } from './harness.js';
 
@@ -198,3 +200,37 @@ async function collectTwice(gc: () => void): Promise<void> {
   }
   await new Promise((resolve) => setImmediate(resolve));
 }
+
+describe('WarmHooks: warm-up and close stay paired for any sequence of runs and closes (property)', () => {
+  it('for any sequence of warms (held or weak, any objects) and closes: each object is warmed only when cold, each close closes exactly the warm objects, newest first', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.oneof(fc.record({ op: fc.constant('warm' as const), objects: fc.array(fc.nat(4), { maxLength: 5 }), how: fc.constantFrom('hold' as const, 'weak' as const) }), fc.record({ op: fc.constant('close' as const) })), { maxLength: 25 }),
+        async (ops) => {
+          const log: string[] = [];
+          const objects = Array.from({ length: 5 }, (_, i) => new LoggingHook(`o${i}`, log));
+          const warm = new WarmHooks();
+          // The model: which objects are warm, in the order they were warmed.
+          let model: number[] = [];
+          const expected: string[] = [];
+          for (const op of ops) {
+            if (op.op === 'warm') {
+              await warm.warm(op.objects.map((i) => objects[i]!), op.how);
+              for (const i of op.objects) {
+                if (model.includes(i)) continue;
+                model.push(i);
+                expected.push(`o${i}:warmUp`);
+              }
+            } else {
+              await warm.close();
+              expected.push(...[...model].reverse().map((i) => `o${i}:close`));
+              model = [];
+            }
+          }
+          expect(log).toEqual(expected);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
