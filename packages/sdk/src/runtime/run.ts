@@ -213,7 +213,11 @@ export class Run implements HookHost {
     });
     this.work.committed();
     if (atomicUsage) this.books.takeUsage();
-    else if (this.books.pendingUsage.length > 0) await this.flushUsage();
+    else if (this.books.pendingUsage.length > 0) {
+      // Without a usage store the entries are only dropped: no promise for that.
+      if (this.setup.usageStore) await this.flushUsage();
+      else this.books.takeUsage();
+    }
     if (fields.kind === 'step' && fields.stepIndex !== undefined) {
       const held = this.recorder.stepCommitted(fields.stepIndex);
       if (held) await held;
