@@ -19,6 +19,9 @@ export const RUN_OWNER = 'run';
 /** The owner of a step's writes made before any tool runs (beforeLLMCall, afterLLMCall, the reply's onMessage). */
 export const STEP_OWNER = 'step';
 
+/** A chunk's own fields (its type first), before {@link Run.stamp} adds the run's. */
+type StreamChunkFields = { readonly type: StreamChunkInput['type'] };
+
 /** The chunk types that end a run's part of the stream: written and waited for, never queued. */
 const TERMINAL_TYPES: ReadonlySet<string> = new Set(['end', 'error', 'suspended']);
 
@@ -54,6 +57,8 @@ export class Run implements HookHost {
   readonly books = new RunBooks();
   readonly guards: RunGuards;
   readonly startedAt: number;
+  /** The run's abort signal (its setup's controller's, read once: the loop checks it many times a step). */
+  readonly signal: AbortSignal;
   /** Writes of run-level hooks. */
   readonly runScope: WriteScope = scopeOf(RUN_OWNER);
   /** The tool context functions that depend only on the run: made once, shared by every call's context (they go with the run). */
@@ -77,6 +82,7 @@ export class Run implements HookHost {
     this.recorder = recorder;
     this.guards = guardsFor(setup.agent.limits);
     this.startedAt = origin.startedAt;
+    this.signal = setup.abort.signal;
     this.#stepCount = origin.stepCount ?? 0;
   }
 
@@ -95,9 +101,6 @@ export class Run implements HookHost {
     this.#stepCount++;
   }
 
-  get signal(): AbortSignal {
-    return this.setup.abort.signal;
-  }
 
   get state(): unknown {
     return this.work.state;
@@ -248,6 +251,21 @@ export class Run implements HookHost {
     } catch (error) {
       this.setup.logger.error(`usage store write failed: ${error instanceof Error ? error.message : String(error)}`, { runId: this.setup.runId });
     }
+  }
+
+  /**
+   * `chunk` with the fields every chunk of this run carries set on it, after its own (as a spread of
+   * {@link chunkBase} at its end would, without the copy). For a chunk literal made for the call.
+   */
+  stamp<const T extends StreamChunkFields>(chunk: T): T & ChunkFields {
+    const s = this.setup;
+    const c = chunk as Record<string, unknown>;
+    c['streamId'] = s.streamId;
+    c['agentId'] = s.sessionId;
+    c['agentType'] = s.agent.name;
+    c['runId'] = s.runId;
+    c['timestamp'] = Date.now();
+    return chunk as T & ChunkFields;
   }
 
   /** The fields every chunk of this run carries. */
