@@ -114,7 +114,7 @@ function beginAttempt(run: Run, attempt: number, scope: WriteScope): ModelReques
 
 /** The step_start chunk of an attempt; the request once it is written (at once when it was queued). */
 function announceAttempt(run: Run, attempt: number, request: ModelRequest): ModelRequest | Promise<ModelRequest> {
-  const started = run.emit(run.stamp({ type: 'step_start', stepIndex: run.stepCount, attempt }));
+  const started = run.emit({ type: 'step_start', stepIndex: run.stepCount, attempt, ...run.chunkBase() });
   return started ? started.then(() => request) : request;
 }
 

@@ -81,11 +81,11 @@ async function step(run: Run, adapter: LLMAdapter, warned: Set<string>, progress
 /** The step's calls: the actions_requested envelope, the calls, then actions_completed (unless stopped). */
 async function toolStep(run: Run, calls: readonly ToolCall[]): Promise<ToolOutcome[]> {
   const stepIndex = run.stepCount;
-  const requested = run.emit(run.stamp({ type: 'actions_requested', stepIndex, calls: calls.map((c) => ({ callId: c.id, toolName: c.name, args: c.arguments })) }));
+  const requested = run.emit({ type: 'actions_requested', stepIndex, calls: calls.map((c) => ({ callId: c.id, toolName: c.name, args: c.arguments })), ...run.chunkBase() });
   if (requested) await requested;
   const outcomes = await runToolCalls(run, calls);
   if (!run.signal.aborted) {
-    const completed = run.emit(run.stamp({ type: 'actions_completed', stepIndex, results: completedResults(run.work.pendingRows(), calls) }));
+    const completed = run.emit({ type: 'actions_completed', stepIndex, results: completedResults(run.work.pendingRows(), calls), ...run.chunkBase() });
     if (completed) await completed;
   }
   return outcomes;

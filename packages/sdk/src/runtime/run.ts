@@ -19,9 +19,6 @@ export const RUN_OWNER = 'run';
 /** The owner of a step's writes made before any tool runs (beforeLLMCall, afterLLMCall, the reply's onMessage). */
 export const STEP_OWNER = 'step';
 
-/** A chunk's own fields (its type first), before {@link Run.stamp} adds the run's. */
-type StreamChunkFields = { readonly type: StreamChunkInput['type'] };
-
 /** The chunk types that end a run's part of the stream: written and waited for, never queued. */
 const TERMINAL_TYPES: ReadonlySet<string> = new Set(['end', 'error', 'suspended']);
 
@@ -251,21 +248,6 @@ export class Run implements HookHost {
     } catch (error) {
       this.setup.logger.error(`usage store write failed: ${error instanceof Error ? error.message : String(error)}`, { runId: this.setup.runId });
     }
-  }
-
-  /**
-   * `chunk` with the fields every chunk of this run carries set on it, after its own (as a spread of
-   * {@link chunkBase} at its end would, without the copy). For a chunk literal made for the call.
-   */
-  stamp<const T extends StreamChunkFields>(chunk: T): T & ChunkFields {
-    const s = this.setup;
-    const c = chunk as Record<string, unknown>;
-    c['streamId'] = s.streamId;
-    c['agentId'] = s.sessionId;
-    c['agentType'] = s.agent.name;
-    c['runId'] = s.runId;
-    c['timestamp'] = Date.now();
-    return chunk as T & ChunkFields;
   }
 
   /** The fields every chunk of this run carries. */

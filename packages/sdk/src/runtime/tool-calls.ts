@@ -346,7 +346,7 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
 function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: true): Promise<ToolOutcome>;
 function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: false): Promise<CallRun | ToolOutcome>;
 async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: boolean): Promise<CallRun | ToolOutcome> {
-  const started = run.emit(run.stamp({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: call.arguments }));
+  const started = run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: call.arguments, ...run.chunkBase() });
   if (started) await started;
   const startedAt = performance.now();
   run.books.countToolCall(tool.name);
@@ -373,7 +373,7 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
   // A result too large to store is an error for the model; the call's writes stay (the tool did its work).
   const failure = error ?? tooLarge;
   const stored = failure === undefined;
-  const end: StreamChunkInput = run.stamp({ type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: stored, durationMs, ...(failure ? { error: failure.info } : { result: rewritten ? rewritten.result : result }), ...stub, ...attemptsOf(tool, scope) });
+  const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: stored, durationMs, ...(failure ? { error: failure.info } : { result: rewritten ? rewritten.result : result }), ...stub, ...attemptsOf(tool, scope), ...run.chunkBase() };
   const kept = stored ? finishOutput : undefined;
   if (announceNow) return announce(run, tool, call, end, stored, durationMs, kept);
   return { record: { message, patches: run.work.patchesOf(scope.owner), seqs: run.work.seqsOf(scope.owner), success: stored, durationMs, ...(kept ? { finishOutput: kept } : {}) }, end };
