@@ -3,7 +3,7 @@
 // file, with garbage collection and idle time as their own rows. The figure to read is the share of each row.
 // With --alloc it runs V8's sampling heap profiler instead (objects that were collected included), and prints
 // the bytes allocated per step and the functions that allocate them: a figure a loaded machine cannot blur.
-// Run: npm run bench:profile   (options: --workload memory|sqlite-normal|sqlite-full --steps 200 --seconds 5 --top 25 --alloc
+// Run: npm run bench:profile   (options: --workload memory|sqlite-normal|sqlite-full --steps 200 --seconds 5 --top 25 --alloc --inclusive
 // --checkpoint inline|background)
 import { Session } from 'node:inspector/promises';
 import type { SqliteCheckpointMode } from '@helix-agents/store-sqlite';
@@ -19,6 +19,9 @@ const STEPS = Number(arg('steps', '200'));
 const SECONDS = Number(arg('seconds', '5'));
 const TOP = Number(arg('top', '25'));
 const ALLOC = process.argv.includes('--alloc');
+// With --inclusive a function's row counts the samples in it or in anything it called (each function once a
+// sample). A resumed async function runs from the microtask queue, so its caller's row does not include it.
+const INCLUSIVE = process.argv.includes('--inclusive');
 // Inline by default: V8's sampler interrupts the main thread with a signal every sample, which cuts SQLite's
 // busy-wait sleeps short, so a commit that meets the background thread's restarting checkpoint gives up
 // after milliseconds instead of its 5 s timeout. `--checkpoint background` profiles the default anyway.
@@ -27,6 +30,7 @@ const CHECKPOINT: SqliteCheckpointMode = arg('checkpoint', 'inline') === 'backgr
 /** The parts of a V8 CPU profile this script reads. */
 interface ProfileNode {
   readonly id: number;
+  readonly children?: readonly number[];
   readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
 }
 interface CpuProfile {
@@ -96,12 +100,20 @@ if (ALLOC) {
   runs = await drive();
   const { profile } = (await session.post('Profiler.stop')) as { profile: CpuProfile };
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parentOf = new Map<number, number>();
+  for (const n of profile.nodes) for (const child of n.children ?? []) parentOf.set(child, n.id);
   for (const id of profile.samples ?? []) {
     const node = byId.get(id);
     if (!node) continue;
-    const key = label(node);
-    counts.set(key, (counts.get(key) ?? 0) + 1);
     total++;
+    if (!INCLUSIVE) {
+      const key = label(node);
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+      continue;
+    }
+    const seen = new Set<string>();
+    for (let at: ProfileNode | undefined = node; at; at = byId.get(parentOf.get(at.id) ?? -1)) seen.add(label(at));
+    for (const key of seen) counts.set(key, (counts.get(key) ?? 0) + 1);
   }
 }
 session.disconnect();
@@ -113,6 +125,6 @@ if (ALLOC) {
   process.stdout.write(`${WORKLOAD}, N=${STEPS}: ${runs} runs (${steps} steps); ${(total / steps / 1024).toFixed(1)} KB allocated per step (sampled); by function\n`);
   for (const [key, bytes] of rows) process.stdout.write(`${((bytes / total) * 100).toFixed(1).padStart(5)}%  ${(bytes / steps).toFixed(0).padStart(6)} B/step  ${key}\n`);
 } else {
-  process.stdout.write(`${WORKLOAD}, N=${STEPS}: ${runs} runs (${steps} steps) in ${SECONDS} s, ${total} samples; self time by function\n`);
+  process.stdout.write(`${WORKLOAD}, N=${STEPS}: ${runs} runs (${steps} steps) in ${SECONDS} s, ${total} samples; ${INCLUSIVE ? 'inclusive' : 'self'} time by function\n`);
   for (const [key, count] of rows) process.stdout.write(`${((count / total) * 100).toFixed(1).padStart(5)}%  ${key}\n`);
 }

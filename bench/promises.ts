@@ -25,9 +25,14 @@ async function count(hooks: HookSet): Promise<{ perStep: number; byFrame: [strin
       if (type !== 'PROMISE') return;
       total++;
       if (TOP <= 0) return;
-      // The first frame outside node's own async_hooks machinery made the promise.
-      const frame = (new Error().stack ?? '').split('\n').slice(1).find((line) => !line.includes('node:internal')) ?? '(unknown)';
-      const where = frame.trim().replace(/^at /, '').replace(/\(.*\/(packages|bench)\//, '($1/');
+      // The first frame outside node's own async_hooks machinery and this hook made the promise; a promise made
+      // by a built-in (then, resolve, all) is named with the frame that called the built-in.
+      const stack = (new Error().stack ?? '').split('\n').filter((line) => line.includes(' at ') && !line.includes('node:internal') && !line.includes('AsyncHook.init'));
+      const first = stack.findIndex((line) => !line.includes('(<anonymous>)'));
+      const where = stack
+        .slice(0, first + 1)
+        .map((line) => line.trim().replace(/^at /, '').replace(/\(.*\/(packages|bench)\//, '($1/'))
+        .join(' < ') || '(unknown)';
       frames.set(where, (frames.get(where) ?? 0) + 1);
     },
   });

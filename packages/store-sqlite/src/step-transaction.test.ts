@@ -130,6 +130,32 @@ describe('SQLite: queued chunks without a commit', () => {
     }
   });
 
+  it('a chunk queued after a commit took the pending writes is written by the timer still armed from before, once it is a flush interval old (not before, and not lost)', async () => {
+    stores.close();
+    stores = openSqliteStores({ path: join(dir, 'helix.db'), flushIntervalMs: 50 });
+    await stores.stateStore.beginRun(begin('s', 'r1'));
+    const writer = await stores.streamManager.claim('st', 'r1');
+    // 'a' arms the timer; the commit writes 'a' and leaves the timer armed.
+    writer.queue!(delta('r1', 'a'));
+    await stores.stateStore.commit({ sessionId: 's', runId: 'r1', epoch: 1, kind: 'step', stepIndex: 0, committedAt: 2 });
+    await new Promise((r) => setTimeout(r, 30));
+    writer.queue!(delta('r1', 'b'));
+    const queuedAt = performance.now();
+    // Read on another connection: a read on this one would write what is pending first.
+    const other = openSqliteStores({ path: stores.database.path });
+    try {
+      const deltas = async (): Promise<string[]> => (await readAll(other, 'st')).flatMap((c) => (c.type === 'text_delta' ? [c.delta] : []));
+      // The timer fires about 20 ms after 'b' was queued: 'b' is not due yet, so it waits for the rest of its interval.
+      await new Promise((r) => setTimeout(r, 30));
+      if (performance.now() - queuedAt < 49) expect(await deltas()).toEqual(['a']);
+      const started = Date.now();
+      while ((await deltas()).length < 2 && Date.now() - started < 5_000) await new Promise((r) => setTimeout(r, 5));
+      expect(await deltas()).toEqual(['a', 'b']);
+    } finally {
+      other.close();
+    }
+  });
+
   it('a queued chunk of a writer that lost the stream to another connection is dropped, and the writer no longer owns it', async () => {
     const old = await stores.streamManager.claim('st', 'r1');
     const other = openSqliteStores({ path: stores.database.path });

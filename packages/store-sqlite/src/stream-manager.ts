@@ -93,6 +93,20 @@ export class SqliteStreamManager implements StreamManager, Prunable {
   readonly #pollIntervalMs: number;
   readonly #flushIntervalMs: number;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the oldest write now pending was queued (performance.now()): the timer flushes it once it is flushIntervalMs old. */
+  #pendingSince = 0;
+  /**
+   * The flush timer's callback, made once. A step commit takes the pending writes and leaves the timer armed
+   * (arming and clearing a timer on every step costs more than one late wake-up); the timer then finds
+   * nothing to write, or writes that are not due yet and waits for the rest of their interval.
+   */
+  readonly #onTimer = (): void => {
+    this.#timer = undefined;
+    if (this.#pending.length === 0) return;
+    const wait = this.#pendingSince + this.#flushIntervalMs - performance.now();
+    if (wait >= 1) this.#timer = setTimeout(this.#onTimer, wait);
+    else this.#flush();
+  };
   readonly #claim: (streamId: string, runId: string) => number;
   readonly #writeBatch: (batch: readonly PendingWrite[]) => boolean[];
   readonly #readPage: (streamId: string, fromSeq: number) => { owner: string | undefined; rows: BatchRow[] };
@@ -187,7 +201,6 @@ export class SqliteStreamManager implements StreamManager, Prunable {
         if (this.#pending.length === 0) return undefined;
         const batch = this.#pending;
         this.#pending = [];
-        this.#clearTimer();
         const results = writeRows(batch);
         return (committed) => {
           if (committed) this.#settle(batch, results);
@@ -236,11 +249,10 @@ export class SqliteStreamManager implements StreamManager, Prunable {
       queue: (chunk: StreamChunkInput) => {
         if (state.failure !== undefined) throw state.failure;
         if (!owns()) return;
-        this.#pending.push({ streamId, runId, body: JSON.stringify(chunk), outcome: state });
-        this.#timer ??= setTimeout(() => {
-          this.#timer = undefined;
-          this.#flush();
-        }, this.#flushIntervalMs);
+        const body = JSON.stringify(chunk);
+        if (this.#pending.length === 0) this.#pendingSince = performance.now();
+        this.#pending.push({ streamId, runId, body, outcome: state });
+        this.#timer ??= setTimeout(this.#onTimer, this.#flushIntervalMs);
       },
     };
   }
@@ -335,11 +347,10 @@ export class SqliteStreamManager implements StreamManager, Prunable {
 
   /** A joined transaction rolled back: its chunks go back to the front of the queue, to be written on their own. */
   #requeue(batch: PendingWrite[]): void {
+    // The batch goes back in front, as old as it was: the timer's next look writes it.
+    this.#pendingSince = performance.now() - this.#flushIntervalMs;
     this.#pending = batch.concat(this.#pending);
-    this.#timer ??= setTimeout(() => {
-      this.#timer = undefined;
-      this.#flush();
-    }, this.#flushIntervalMs);
+    this.#timer ??= setTimeout(this.#onTimer, this.#flushIntervalMs);
   }
 
   #clearTimer(): void {

@@ -34,38 +34,40 @@ export interface HookHost {
 
 /** The HookContext of one hook point invocation; stepCount and state read the live run. */
 export class HookCallContext implements HookContext<unknown, unknown> {
-  readonly sessionId: string;
-  readonly runId: string;
-  readonly agentType: string;
-  readonly streamId: string;
-  readonly parentSessionId?: string;
-  readonly parentToolCallId?: string;
-  readonly userId?: string;
-  readonly tags?: readonly string[];
-  readonly metadata?: Readonly<Record<string, string>>;
-  readonly idempotencyKey: string;
-  readonly attempt: number;
-  readonly hookPoint: HookPoint;
+  // Declared, not defined: the constructor writes each field once, in this order (the optional ones as
+  // undefined when unset), instead of a class-field definition followed by an assignment.
+  declare readonly sessionId: string;
+  declare readonly runId: string;
+  declare readonly agentType: string;
+  declare readonly streamId: string;
+  declare readonly parentSessionId?: string;
+  declare readonly parentToolCallId?: string;
+  declare readonly userId?: string;
+  declare readonly tags?: readonly string[];
+  declare readonly metadata?: Readonly<Record<string, string>>;
+  declare readonly idempotencyKey: string;
+  declare readonly attempt: number;
+  declare readonly hookPoint: HookPoint;
   // Not #private: keeps the object cheap to build on every invocation.
-  private readonly host: HookHost;
-  private readonly scope: WriteScope;
+  declare private readonly host: HookHost;
+  declare private readonly scope: WriteScope;
 
   constructor(host: HookHost, point: HookPoint, scope: WriteScope) {
     const s = host.setup;
-    this.host = host;
-    this.scope = scope;
     this.sessionId = s.sessionId;
     this.runId = s.runId;
     this.agentType = s.agent.name;
     this.streamId = s.streamId;
-    this.hookPoint = point;
-    this.attempt = s.epoch;
+    this.parentSessionId = s.parentSessionId;
+    this.parentToolCallId = s.parentToolCallId;
+    this.userId = s.userId;
+    this.tags = s.tags;
+    this.metadata = s.metadata;
     this.idempotencyKey = `${s.runId}:${host.stepCount}:${scope.callId ?? '-'}:${point}`;
-    if (s.parentSessionId !== undefined) this.parentSessionId = s.parentSessionId;
-    if (s.parentToolCallId !== undefined) this.parentToolCallId = s.parentToolCallId;
-    if (s.userId !== undefined) this.userId = s.userId;
-    if (s.tags !== undefined) this.tags = s.tags;
-    if (s.metadata !== undefined) this.metadata = s.metadata;
+    this.attempt = s.epoch;
+    this.hookPoint = point;
+    this.host = host;
+    this.scope = scope;
   }
 
   get stepCount(): number {

@@ -360,6 +360,6 @@ function ignore(): undefined {
 }
 
 /** True for a promise or any other object with a `then` method (what `await` would wait for). */
-function isThenable(value: unknown): value is PromiseLike<unknown> {
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
   return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }

@@ -6,6 +6,7 @@ import type { RunOptionsRecord, StateStore } from '../store.js';
 import { mergeRollups, type UsageRollup } from '../usage.js';
 import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
 import type { BeginSpec } from './run-entry.js';
+import type { ExecutionManagers } from './execution-managers.js';
 
 /** What the run record keeps of how a run began, so any process can recover it. */
 export function runOptionsRecord(spec: BeginSpec, options: RunCallOptions, dryRun = false): RunOptionsRecord {
@@ -44,9 +45,11 @@ export function turnInput(rows: readonly Message[] | undefined): string {
   return '';
 }
 
-/** A run's execution-level hooks as one manager (its children inherit them), or nothing when it has none. */
-export function executionHooks(options: Pick<RunCallOptions, 'hooks' | 'hookManager'>): { executionHooks?: HookManager<unknown, unknown> } {
-  return options.hooks || options.hookManager ? { executionHooks: new HookManager<unknown, unknown>(options.hookManager, options.hooks) } : {};
+/** A run's execution-level hooks as one manager (its children inherit them), or nothing when it has none; through `managers`, built once per `hooks` object. */
+export function executionHooks(options: Pick<RunCallOptions, 'hooks' | 'hookManager'>, managers?: ExecutionManagers): { executionHooks?: HookManager<unknown, unknown> } {
+  if (!options.hooks && !options.hookManager) return {};
+  const execution = managers ? managers.executionOf(options.hooks, options.hookManager) : new HookManager<unknown, unknown>(options.hookManager, options.hooks);
+  return execution ? { executionHooks: execution } : {};
 }
 
 /** The same handler twice: the same function, or the same class-based hook at the same point. */

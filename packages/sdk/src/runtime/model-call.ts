@@ -10,7 +10,7 @@ import type { ChainEnd, Verdict, WriteScope } from './hook-dispatch.js';
 import { modelReplyRecord } from './journal-records.js';
 import { STEP_OWNER, type Run } from './run.js';
 import { sleep } from './sleep.js';
-import { streamCallbacks } from './stream-hooks.js';
+import { streamCallbacks, type StreamCallbacks } from './stream-hooks.js';
 import { firstTripped } from './stop-conditions.js';
 
 const DEFAULT_ATTEMPTS = 3;
@@ -50,8 +50,10 @@ function retriesOf(run: Run): Retries {
 }
 
 /** What the loop does after an attempt: go on with the reply, retry after a delay, or fail. */
-function planAttempt(run: Run, result: StepResult, attempt: number, retries: Retries): StepPlan {
+function planAttempt(run: Run, result: StepResult, attempt: number): StepPlan {
   if (result.ok) return planFor(result, run.setup.agent.outputSchema !== undefined);
+  // The retry policy is read only for a failed attempt: a successful step builds none of it.
+  const retries = retriesOf(run);
   if (result.error.retryable && attempt < retries.maxAttempts && !run.signal.aborted && result.error.code !== 'run_interrupted') {
     return { kind: 'retry', error: result.error, delayMs: retryDelay(result, attempt, retries.initialDelayMs, retries.maxDelayMs) };
   }
@@ -61,69 +63,124 @@ function planAttempt(run: Run, result: StepResult, attempt: number, retries: Ret
 /**
  * One step's model call: every attempt fires beforeLLMCall and afterLLMCall (hooks see every billed
  * call), a failed attempt's afterLLMCall carries its error, retryable failures are retried with backoff
- * and announced once per distinct message by a warning chunk. Returns the successful reply or throws
- * the last classified error.
+ * and announced once per distinct message by a warning chunk. The successful reply's row is appended
+ * (onMessage fires for it) and the reply returned; else the last classified error is thrown.
+ * Only the adapter call is always awaited: the steps around it (the hook chains, the chunks, the row)
+ * return a promise only when they have something to wait for.
  */
 export async function callModel(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
-  const retries = retriesOf(run);
   for (let attempt = 1; ; attempt++) {
     if (run.signal.aborted) throw new RunInterruptedError();
-    const { result, durationMs } = await attemptOnce(run, adapter, attempt, scope);
-    // The attempt that trips a budget still reaches afterLLMCall (docs/rules.md, rule 69).
-    const spend = run.books.charge(result, run.setup.agent.limits?.pricing);
-    const budgetError = run.guards.afterAttempt.length > 0 ? firstTripped(run.guards.afterAttempt, { rows: [], emptyReply: false, spend }) : undefined;
-    const plan = planAttempt(run, result, attempt, retries);
-    // The error report is settled before afterLLMCall, which carries a failed write (rule 68).
-    const onErrorFailure = plan.kind === 'retry' && !result.ok ? await reportRetriedAttempt(run, warned, result.error, attempt, retries.maxAttempts) : undefined;
-    if (run.hooks.has('afterLLMCall')) {
-      const payload = { result, plan, durationMs, model: result.model, attempt, ...(result.usage === undefined ? {} : { usage: result.usage }), ...(result.ok ? {} : { error: result.error }), ...(onErrorFailure ? { onErrorFailure } : {}) };
-      const fired = run.hooks.fire('afterLLMCall', payload, scope);
-      if (fired) await fired;
+    const ready = beginAttempt(run, attempt, scope);
+    const request = ready instanceof Promise ? await ready : ready;
+    crashPoint('in_model_call');
+    const config = run.setup.agent.llmConfig;
+    const timeout = config.timeoutMs === undefined ? undefined : AbortSignal.timeout(config.timeoutMs);
+    const abortSignal = timeout ? AbortSignal.any([run.signal, timeout]) : run.signal;
+    const startedAt = performance.now();
+    const callbacks = streamCallbacks(run, run.stepCount, scope);
+    let result: StepResult;
+    try {
+      const { onTextDelta, onReasoningDelta, onReasoningEnd } = callbacks;
+      result = await adapter.generateStep({ model: run.setup.model, systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools, modelParameters: config, abortSignal, onTextDelta, onReasoningDelta, onReasoningEnd });
+    } catch (error) {
+      throw await adapterThrew(run, callbacks, error, attempt, startedAt, scope);
     }
-    if (budgetError) throw budgetError;
-    if (result.ok) return result;
-    if (plan.kind !== 'retry') throw failureError(result.error, attempt);
-    await sleep(plan.delayMs, run.signal);
+    const durationMs = performance.now() - startedAt;
+    const drained = callbacks.drain();
+    if (drained) await drained;
+    const settled = afterAttempt(run, warned, attemptEnded(run, result, timeout, attempt, durationMs), durationMs, attempt, scope);
+    const next = settled instanceof Promise ? await settled : settled;
+    if (typeof next === 'number') {
+      await sleep(next, run.signal);
+      continue;
+    }
+    const appended = run.appendMessage(assistantMessage(next), scope);
+    if (appended instanceof Promise) await appended;
+    return next;
   }
 }
 
-/** One attempt: the beforeLLMCall chain, step_start, the adapter call (bounded by the timeout), its usage entry. */
-async function attemptOnce(run: Run, adapter: LLMAdapter, attempt: number, scope: WriteScope): Promise<{ result: StepResult; durationMs: number }> {
+/** An attempt's start: the beforeLLMCall chain (which may rewrite the request), then step_start. */
+function beginAttempt(run: Run, attempt: number, scope: WriteScope): ModelRequest | Promise<ModelRequest> {
   const { agent } = run.setup;
-  const config = agent.llmConfig;
-  const stepIndex = run.stepCount;
   const systemPrompt = typeof agent.systemPrompt === 'function' ? agent.systemPrompt(run.state) : agent.systemPrompt;
   const messages = run.work.messages;
-  let request: ModelRequest = { messages, systemPrompt, tools: agent.llmTools };
-  if (run.hooks.has('beforeLLMCall')) {
-    const chained = beforeLLMCallChain(run, new LLMCallPayload(messages, systemPrompt, agent, run.setup.model, attempt), scope, request);
-    request = chained instanceof Promise ? await chained : chained;
-  }
-  const started = run.emit({ type: 'step_start', stepIndex, attempt, ...run.chunkBase() });
-  if (started) await started;
-  crashPoint('in_model_call');
-  const timeout = config.timeoutMs === undefined ? undefined : AbortSignal.timeout(config.timeoutMs);
-  const abortSignal = timeout ? AbortSignal.any([run.signal, timeout]) : run.signal;
-  const startedAt = performance.now();
-  let result: StepResult;
-  const callbacks = streamCallbacks(run, stepIndex, scope);
-  try {
-    const { onTextDelta, onReasoningDelta, onReasoningEnd } = callbacks;
-    result = await adapter.generateStep({ model: run.setup.model, systemPrompt: request.systemPrompt, messages: request.messages, tools: request.tools, modelParameters: config, abortSignal, onTextDelta, onReasoningDelta, onReasoningEnd });
-  } catch (error) {
-    await callbacks.drain();
-    // An adapter must return provider failures; a throw is a bug and fires no afterLLMCall (unless afterLLMCallOnThrow, C2).
-    const thrown = AgentError.isInstance(error) ? error : new AgentError('run_internal_error', `The model adapter threw: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    await afterLLMCallOnThrow(run, thrown, attempt, performance.now() - startedAt, scope);
-    throw thrown;
-  }
-  const durationMs = performance.now() - startedAt;
+  const request: ModelRequest = { messages, systemPrompt, tools: agent.llmTools };
+  if (!run.hooks.has('beforeLLMCall')) return announceAttempt(run, attempt, request);
+  const chained = beforeLLMCallChain(run, new LLMCallPayload(messages, systemPrompt, agent, run.setup.model, attempt), scope, request);
+  return chained instanceof Promise ? chained.then((rewritten) => announceAttempt(run, attempt, rewritten)) : announceAttempt(run, attempt, chained);
+}
+
+/** The step_start chunk of an attempt; the request once it is written (at once when it was queued). */
+function announceAttempt(run: Run, attempt: number, request: ModelRequest): ModelRequest | Promise<ModelRequest> {
+  const started = run.emit({ type: 'step_start', stepIndex: run.stepCount, attempt, ...run.chunkBase() });
+  return started ? started.then(() => request) : request;
+}
+
+/** An adapter that threw: the error the attempt ends with, after its stream hooks settled (and afterLLMCall, with afterLLMCallOnThrow). */
+async function adapterThrew(run: Run, callbacks: StreamCallbacks, error: unknown, attempt: number, startedAt: number, scope: WriteScope): Promise<AgentError> {
   await callbacks.drain();
+  // An adapter must return provider failures; a throw is a bug and fires no afterLLMCall (unless afterLLMCallOnThrow, C2).
+  const thrown = AgentError.isInstance(error) ? error : new AgentError('run_internal_error', `The model adapter threw: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  await afterLLMCallOnThrow(run, thrown, attempt, performance.now() - startedAt, scope);
+  return thrown;
+}
+
+/** The attempt's result (a failure the timeout caused says so) after its usage entry is booked. */
+function attemptEnded(run: Run, result: StepResult, timeout: AbortSignal | undefined, attempt: number, durationMs: number): StepResult {
+  let ended = result;
   if (!result.ok && timeout?.aborted && !run.signal.aborted) {
-    result = { ...result, error: new AgentError('provider_timeout', `The model did not answer within ${config.timeoutMs} ms.`, { details: { timeoutMs: config.timeoutMs } }).info };
+    const timeoutMs = run.setup.agent.llmConfig.timeoutMs;
+    ended = { ...result, error: new AgentError('provider_timeout', `The model did not answer within ${timeoutMs} ms.`, { details: { timeoutMs } }).info };
   }
-  run.books.addUsage({ kind: 'llm', sessionId: run.setup.sessionId, runId: run.setup.runId, stepIndex, attempt, model: result.model, usage: result.usage, success: result.ok, durationMs, at: Date.now() });
-  return { result, durationMs };
+  run.books.addUsage({ kind: 'llm', sessionId: run.setup.sessionId, runId: run.setup.runId, stepIndex: run.stepCount, attempt, model: ended.model, usage: ended.usage, success: ended.ok, durationMs, at: Date.now() });
+  return ended;
+}
+
+/**
+ * After an attempt: the budgets are charged, the plan made, a retried failure reported, afterLLMCall fired.
+ * Gives the reply to go on with, or the delay before the next attempt; throws the error that ends the call.
+ */
+function afterAttempt(run: Run, warned: Set<string>, result: StepResult, durationMs: number, attempt: number, scope: WriteScope): StepSuccess | number | Promise<StepSuccess | number> {
+  // The attempt that trips a budget still reaches afterLLMCall (docs/rules.md, rule 69).
+  const spend = run.books.charge(result, run.setup.agent.limits?.pricing);
+  const budgetError = run.guards.afterAttempt.length > 0 ? firstTripped(run.guards.afterAttempt, { rows: [], emptyReply: false, spend }) : undefined;
+  const plan = planAttempt(run, result, attempt);
+  // The error report is settled before afterLLMCall, which carries a failed write (rule 68).
+  if (plan.kind === 'retry' && !result.ok) {
+    const { maxAttempts } = retriesOf(run);
+    return reportRetriedAttempt(run, warned, result.error, attempt, maxAttempts).then((onErrorFailure) => afterLLMCall(run, { result, plan, durationMs, attempt, onErrorFailure }, scope, budgetError));
+  }
+  return afterLLMCall(run, { result, plan, durationMs, attempt, onErrorFailure: undefined }, scope, budgetError);
+}
+
+/** What afterLLMCall is told of an attempt. */
+interface AttemptReport {
+  readonly result: StepResult;
+  readonly plan: StepPlan;
+  readonly durationMs: number;
+  readonly attempt: number;
+  readonly onErrorFailure: AgentErrorInfo | undefined;
+}
+
+/** afterLLMCall for the attempt, then its verdict: the reply, the retry's delay, or the error thrown. */
+function afterLLMCall(run: Run, report: AttemptReport, scope: WriteScope, budgetError: AgentError | undefined): StepSuccess | number | Promise<StepSuccess | number> {
+  if (run.hooks.has('afterLLMCall')) {
+    const { result, plan, durationMs, attempt, onErrorFailure } = report;
+    const payload = { result, plan, durationMs, model: result.model, attempt, ...(result.usage === undefined ? {} : { usage: result.usage }), ...(result.ok ? {} : { error: result.error }), ...(onErrorFailure ? { onErrorFailure } : {}) };
+    const fired = run.hooks.fire('afterLLMCall', payload, scope);
+    if (fired) return fired.then(() => attemptVerdict(report, budgetError));
+  }
+  return attemptVerdict(report, budgetError);
+}
+
+function attemptVerdict(report: AttemptReport, budgetError: AgentError | undefined): StepSuccess | number {
+  if (budgetError) throw budgetError;
+  const { result, plan } = report;
+  if (result.ok) return result;
+  if (plan.kind !== 'retry') throw failureError(result.error, report.attempt);
+  return plan.delayMs;
 }
 
 /** What a model attempt sends. */
@@ -231,12 +288,17 @@ function failureError(info: AgentErrorInfo, attempts: number): AgentError {
  * the same calls instead of asking the model again; with `journalModelReplies: 'always'` every reply is,
  * so a recovered step never calls the model again.
  */
-export async function modelReply(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
+export function modelReply(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
   const always = run.setup.journalModelReplies === 'always';
   // Without `always`, an agent without side-effecting tools never needs its replies recorded, and a recovered run has none to replay.
-  if (!always && !hasSideEffectTools(run.setup.agent.tools) && !run.recorder.has({ kind: 'model_reply', step: run.stepCount })) return askModel(run, adapter, warned, scope);
+  if (!always && !hasSideEffectTools(run.setup.agent.tools) && !run.recorder.has({ kind: 'model_reply', step: run.stepCount })) return callModel(run, adapter, warned, scope);
+  return recordedReply(run, adapter, warned, scope, always);
+}
+
+/** {@link modelReply} through the step recorder: a recorded reply is replayed, a new one recorded when it has to be. */
+async function recordedReply(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope, always: boolean): Promise<StepSuccess> {
   const toolsByName = run.setup.agent.toolsByName;
-  const ask = (): Promise<StepSuccess> => askModel(run, adapter, warned, scope);
+  const ask = (): Promise<StepSuccess> => callModel(run, adapter, warned, scope);
   const callsSideEffects = (reply: StepSuccess): boolean => reply.toolCalls.some((c) => c.name !== FINISH_TOOL_NAME && toolsByName.get(c.name)?.sideEffects === true);
   let live: StepSuccess | undefined;
   let outcome;
@@ -266,14 +328,6 @@ export async function modelReply(run: Run, adapter: LLMAdapter, warned: Set<stri
   // The dead process paid for the reply, and its usage went with the step it never committed: count it here, once.
   run.books.addUsage({ kind: 'llm', sessionId: run.setup.sessionId, runId: run.setup.runId, stepIndex: run.stepCount, attempt: 1, model: reply.model, usage: reply.usage, success: true, durationMs: 0, at: Date.now() });
   await run.appendMessage(assistantMessage(reply), run.runScope, false);
-  return reply;
-}
-
-/** The model call and its reply's row (onMessage fires for it). */
-async function askModel(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
-  const reply = await callModel(run, adapter, warned, scope);
-  const appended = run.appendMessage(assistantMessage(reply), scope);
-  if (appended instanceof Promise) await appended;
   return reply;
 }
 

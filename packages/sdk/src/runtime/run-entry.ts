@@ -5,10 +5,11 @@ import type { AgentHooks } from '../hooks/types.js';
 import type { LLMAdapter, LanguageModel, ModelRegistry } from '../llm.js';
 import type { Message } from '../messages.js';
 import type { BeginRunRequest, ClaimedRun, RunLease, RunOptionsRecord, StateStore } from '../store.js';
-import { continuesDryRun, executionHooks, hookContextOf, rollupWithChildren, runOptionsRecord, sameHandler, turnInput } from './launch-records.js';
+import { continuesDryRun, executionHooks, hookContextOf, rollupWithChildren, runOptionsRecord, turnInput } from './launch-records.js';
 import type { ApprovalDecisionInfo, StartSignalKind, StreamChunkInput, StreamManager, StreamWriter } from '../stream.js';
 import type { AgentHandle, RunCallOptions } from './agent-runtime.js';
 import { crashPoint } from './crash-points.js';
+import { ExecutionManagers } from './execution-managers.js';
 import type { ModelReplyJournaling } from './executor-options.js';
 import type { AuditHooks } from './hook-dispatch.js';
 import { keepLease } from './lease.js';
@@ -128,6 +129,7 @@ export class RunLauncher {
   readonly #warm = new WarmHooks();
   readonly #listeners = new Set<(info: RunStartedInfo) => void>();
   readonly #agentHooks = new WeakMap<object, HookManager<unknown, unknown>>();
+  readonly #executionManagers = new ExecutionManagers();
   readonly #live = new Map<string, LiveRun>();
 
   constructor(config: LauncherConfig) {
@@ -190,7 +192,7 @@ export class RunLauncher {
     this.#supersedeLive(sessionId, runId);
     const writer = await this.#enter(sessionId, runId, begun.lease, agent.name, spec.signal, input, approvalDecisions(spec.start.deliveries));
     const turn = begun.session.turn;
-    const setup = this.#setup({ agent, model, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch, ...executionHooks(options), ...hookContextOf(options) }, record);
+    const setup = this.#setup({ agent, model, hooks, writer, usageStore: options.usageStore, sessionId, runId, turnId: turn?.turnId ?? turnId, epoch: begun.lease.epoch, ...executionHooks(options, this.#executionManagers), ...hookContextOf(options) }, record);
     return this.#launch(setup, begun.lease, { state: begun.session.state, messages: begun.session.messages, startedAt }, undefined, {
       ...spec.start,
       signal: spec.signal,
@@ -216,7 +218,7 @@ export class RunLauncher {
     const turn = session.turn;
     const input = turnInput(turn?.input) || (run.options.input ?? '');
     const writer = await this.#enter(session.sessionId, run.runId, lease, agent.name, run.signal, input, approvalDecisions((run.options.start as RecordedStart | undefined)?.deliveries));
-    const setup = this.#setup({ agent, model, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch, ...executionHooks(hookSources), ...hookContextOf(hookSources) }, run.options);
+    const setup = this.#setup({ agent, model, hooks, writer, usageStore: hookSources.usageStore, sessionId: session.sessionId, runId: run.runId, turnId: run.turnId, epoch: lease.epoch, ...executionHooks(hookSources, this.#executionManagers), ...hookContextOf(hookSources) }, run.options);
     // Another process asked for this run to stop while nobody ran it: it stops at once.
     if (run.stopRequest !== undefined) setup.abort.abort(new RunInterruptedError(run.stopRequest.reason));
     return this.#launch(setup, lease, { state: session.state, messages: session.messages, startedAt: run.startedAt, stepCount: run.stepCount }, journal, {
@@ -244,15 +246,14 @@ export class RunLauncher {
 
   /**
    * Agent hooks first, then the execution's manager, then its hooks; cached per agent when there are no
-   * execution hooks. An execution-level handler the agent already registers at the same point (the same
+   * execution hooks, and per `hooks` object (see {@link ExecutionManagers}) when there are. An execution-level handler the agent already registers at the same point (the same
    * function, or the same class-based hook) is not run a second time: a child that inherits its parent's
    * execution-level hooks and has them on its own agent too runs them once.
    */
   hooksFor(agent: AgentConfig<unknown, unknown>, hooks: AgentHooks | undefined, hookManager: HookManager | undefined): HookManager<unknown, unknown> {
     const own = this.#agentManager(agent);
     if (!hooks && !hookManager) return own;
-    const execution = new HookManager<unknown, unknown>(hookManager, hooks);
-    return new HookManager<unknown, unknown>(own, own.size === 0 ? execution : execution.filter((entry) => !own.entries(entry.point).some((o) => sameHandler(o, entry))));
+    return this.#executionManagers.managerFor(own, hooks, hookManager);
   }
 
   #agentManager(agent: AgentConfig<unknown, unknown>): HookManager<unknown, unknown> {

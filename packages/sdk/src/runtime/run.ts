@@ -54,6 +54,8 @@ export class Run implements HookHost {
   readonly books = new RunBooks();
   readonly guards: RunGuards;
   readonly startedAt: number;
+  /** The run's abort signal (its setup's controller's, read once: the loop checks it many times a step). */
+  readonly signal: AbortSignal;
   /** Writes of run-level hooks. */
   readonly runScope: WriteScope = scopeOf(RUN_OWNER);
   /** The tool context functions that depend only on the run: made once, shared by every call's context (they go with the run). */
@@ -77,6 +79,7 @@ export class Run implements HookHost {
     this.recorder = recorder;
     this.guards = guardsFor(setup.agent.limits);
     this.startedAt = origin.startedAt;
+    this.signal = setup.abort.signal;
     this.#stepCount = origin.stepCount ?? 0;
   }
 
@@ -95,9 +98,6 @@ export class Run implements HookHost {
     this.#stepCount++;
   }
 
-  get signal(): AbortSignal {
-    return this.setup.abort.signal;
-  }
 
   get state(): unknown {
     return this.work.state;
@@ -213,7 +213,11 @@ export class Run implements HookHost {
     });
     this.work.committed();
     if (atomicUsage) this.books.takeUsage();
-    else if (this.books.pendingUsage.length > 0) await this.flushUsage();
+    else if (this.books.pendingUsage.length > 0) {
+      // Without a usage store the entries are only dropped: no promise for that.
+      if (this.setup.usageStore) await this.flushUsage();
+      else this.books.takeUsage();
+    }
     if (fields.kind === 'step' && fields.stepIndex !== undefined) {
       const held = this.recorder.stepCommitted(fields.stepIndex);
       if (held) await held;

@@ -6,8 +6,8 @@ export interface StreamCallbacks {
   readonly onTextDelta: (delta: string) => void;
   readonly onReasoningDelta: (delta: string) => void;
   readonly onReasoningEnd: () => void;
-  /** Resolves once every onTextDelta / onThinking invocation of the attempt settled (at once when none ran). */
-  drain(): Promise<void>;
+  /** Resolves once every onTextDelta / onThinking invocation of the attempt settled; undefined when none ran (nothing to wait for). */
+  drain(): Promise<void> | undefined;
 }
 
 /**
@@ -46,7 +46,7 @@ export function streamCallbacks(run: Run, stepIndex: number, stepScope: WriteSco
       enqueue('onThinking', [content, true]);
     },
     drain() {
-      return queue ?? Promise.resolve();
+      return queue;
     },
   };
 }

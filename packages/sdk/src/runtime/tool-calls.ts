@@ -3,7 +3,7 @@ import { agentErrorFromInfo, RunSupersededError, ToolError, type AgentError, typ
 import type { ToolCall, ToolResultMessage } from '../messages.js';
 import type { StreamChunkInput } from '../stream.js';
 import type { PendingCall } from '../store.js';
-import type { WriteScope } from './hook-dispatch.js';
+import { isThenable, type WriteScope } from './hook-dispatch.js';
 import { callResultRecord, type CallResultRecord, type FinishOutput } from './journal-records.js';
 import { unserializable } from './json-value.js';
 import { toolCallRefused } from './limits.js';
@@ -11,7 +11,7 @@ import { checkSchema, type SchemaCheck } from '../tool-schema.js';
 import { callScope, type Run } from './run.js';
 import { callsSideEffects, NOTHING_REPLAYED, pushToolUsage, replayCall, replayRecordedCalls } from './call-replay.js';
 import { runSubAgent, spawnedCall, type SubAgentMode } from './sub-agent-call.js';
-import { beforeToolChain, blockCall, cancelCall, recordResult } from './tool-steering.js';
+import { beforeToolChain, blockCall, cancelCall, recordResult, type BeforeToolEnd } from './tool-steering.js';
 import { AwaitChildrenSignal } from './tool-context.js';
 import { dryRunResult, isStubbed } from './tool-dry-run.js';
 import { attemptDetails, attemptsOf, executeWithRetry } from './tool-retry.js';
@@ -64,7 +64,15 @@ export async function runToolCalls(run: Run, requested: readonly ToolCall[]): Pr
   const regular = finishing ? calls.filter((c) => c.name !== FINISH_TOOL_NAME) : calls;
   // The common case (no side-effecting call, so nothing can have been recorded) awaits nothing here.
   const replayed = callsSideEffects(run, regular) ? await replayRecordedCalls(run, regular, run.stepCount) : NOTHING_REPLAYED;
-  const outcomes = regular.length === 1 && replayed.size === 0 ? [await runOnlyCall(run, regular[0] as ToolCall)] : await runParallel(run, regular, replayed);
+  let outcomes: ToolOutcome[];
+  if (regular.length === 1 && replayed.size === 0) {
+    // The step's one regular call (the common case): as runParallel with one call, without its promises and closures.
+    try {
+      outcomes = [await runToolCall(run, regular[0] as ToolCall)];
+    } catch (error) {
+      throw noteOwnSupersede(run, error);
+    }
+  } else outcomes = await runParallel(run, regular, replayed);
   if (finishing) for (const call of calls) if (call.name === FINISH_TOOL_NAME) outcomes.push(await runFinishCall(run, call));
   for (let i = max; i < requested.length; i++) {
     const call = requested[i] as ToolCall;
@@ -79,14 +87,10 @@ export async function runToolCalls(run: Run, requested: readonly ToolCall[]): Pr
   return outcomes;
 }
 
-/** The step's one regular call (the common case): as {@link runParallel} with one call, without its promises and closures. */
-async function runOnlyCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
-  try {
-    return await runToolCall(run, call);
-  } catch (error) {
-    if (isOwnSupersede(run, error)) run.noteSuperseded(error);
-    throw error;
-  }
+/** Notes the run's own supersede (a tool raised it) and gives the error back to rethrow. */
+function noteOwnSupersede(run: Run, error: unknown): unknown {
+  if (isOwnSupersede(run, error)) run.noteSuperseded(error);
+  return error;
 }
 
 /** The regular calls in parallel (recorded ones replayed); a supersede ends the wait at once, else the first failure is rethrown once all settled. */
@@ -129,49 +133,88 @@ async function runFinishCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
   return { call, finishOutput: { value: parsed.value, via: 'finish_tool' }, stopped: false };
 }
 
-async function runToolCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
-  const { agent } = run.setup;
-  const tool = agent.toolsByName.get(call.name);
-  if (!tool) {
-    const available = agent.llmTools.map((t) => t.name).join(', ') || '(none)';
-    await run.appendMessage(errorResult(call, new ToolError('tool_not_found', `Unknown tool "${call.name}". Available tools: ${available}.`, { details: { tool: call.name } }).info));
-    return { call, stopped: false };
+/**
+ * One regular call: its tool looked up, its arguments checked, the recorder asked (side-effecting tools), the
+ * beforeTool chain, then its body. Every step of the common path (a known tool, valid arguments, no side
+ * effects, hooks that answer at once) runs in this turn, so the call's promise is its body's.
+ */
+function runToolCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
+  try {
+    const tool = run.setup.agent.toolsByName.get(call.name);
+    if (!tool) return unknownTool(run, call);
+    const checked = checkSchema(tool.inputSchema, call.arguments);
+    return checked instanceof Promise ? checked.then((parsed) => checkedCall(run, tool, call, parsed)) : checkedCall(run, tool, call, checked);
+  } catch (error) {
+    // What throws in this turn (a hook's interpret step, a needsApproval function) rejects, as from an async function.
+    return Promise.reject(error);
   }
-  const checked = checkSchema(tool.inputSchema, call.arguments);
-  const parsed = checked instanceof Promise ? await checked : checked;
-  if (!parsed.ok) {
-    await run.appendMessage(errorResult(call, invalidInput(tool.name, parsed)));
-    return { call, stopped: false };
-  }
-  const journaled = tool.sideEffects ? await fromRecorder(run, tool, call) : undefined;
-  if (journaled) return journaled;
-  if (run.signal.aborted || run.superseded) {
-    await run.appendMessage(stoppedResult(call));
-    return { call, stopped: true };
-  }
+}
+
+async function unknownTool(run: Run, call: ToolCall): Promise<ToolOutcome> {
+  const available = run.setup.agent.llmTools.map((t) => t.name).join(', ') || '(none)';
+  await run.appendMessage(errorResult(call, new ToolError('tool_not_found', `Unknown tool "${call.name}". Available tools: ${available}.`, { details: { tool: call.name } }).info));
+  return { call, stopped: false };
+}
+
+/** A call whose arguments were checked: an invalid one goes back to the model; a side-effecting one asks the recorder first. */
+function checkedCall(run: Run, tool: ToolDefinition, call: ToolCall, parsed: SchemaCheck): Promise<ToolOutcome> {
+  if (!parsed.ok) return invalidCall(run, tool, call, parsed);
+  if (tool.sideEffects) return journaledCall(run, tool, call, parsed.value);
+  return steeredCall(run, tool, call, parsed.value);
+}
+
+async function invalidCall(run: Run, tool: ToolDefinition, call: ToolCall, parsed: Extract<SchemaCheck, { ok: false }>): Promise<ToolOutcome> {
+  await run.appendMessage(errorResult(call, invalidInput(tool.name, parsed)));
+  return { call, stopped: false };
+}
+
+/** A side-effecting call: replayed when a process that died recorded it, else run as any other. */
+async function journaledCall(run: Run, tool: ToolDefinition, call: ToolCall, input: unknown): Promise<ToolOutcome> {
+  const journaled = await fromRecorder(run, tool, call);
+  return journaled ?? steeredCall(run, tool, call, input);
+}
+
+/** A call about to start: no new work once the run is stopped or superseded; a sub-agent call a process that died spawned re-attaches; else the beforeTool chain. */
+function steeredCall(run: Run, tool: ToolDefinition, call: ToolCall, input: unknown): Promise<ToolOutcome> {
+  if (run.signal.aborted || run.superseded) return stoppedCall(run, call);
   const scope = callScope(call.id);
-  // A sub-agent call a process that died spawned already passed beforeTool: it re-attaches to its child.
-  const spawned = tool.subAgent ? await spawnedCall(run, { ...call, arguments: parsed.value }, scope) : undefined;
+  if (tool.subAgent) return subAgentCall(run, tool, call, input, scope);
+  const chained = beforeToolChain(run, tool, call, input, scope);
+  return chained instanceof Promise ? chained.then((steered) => allowedCall(run, tool, call, steered, scope)) : allowedCall(run, tool, call, chained, scope);
+}
+
+async function stoppedCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
+  await run.appendMessage(stoppedResult(call));
+  return { call, stopped: true };
+}
+
+/** A sub-agent call a process that died spawned already passed beforeTool: it re-attaches to its child. */
+async function subAgentCall(run: Run, tool: ToolDefinition, call: ToolCall, input: unknown, scope: WriteScope): Promise<ToolOutcome> {
+  const spawned = await spawnedCall(run, { ...call, arguments: input }, scope);
   if (spawned) return executeCall(run, tool, spawned, scope);
-  const chained = beforeToolChain(run, tool, call, parsed.value, scope);
-  const steered = chained instanceof Promise ? await chained : chained;
+  const chained = beforeToolChain(run, tool, call, input, scope);
+  return allowedCall(run, tool, call, chained instanceof Promise ? await chained : chained, scope);
+}
+
+/** After beforeTool: a stop or supersede, a block, a client tool or an approval suspends, else the call runs. */
+function allowedCall(run: Run, tool: ToolDefinition, call: ToolCall, steered: BeforeToolEnd, scope: WriteScope): Promise<ToolOutcome> {
   // No new work once the run is superseded or stopped.
-  if (run.superseded) throw run.superseded;
+  if (run.superseded) return Promise.reject(run.superseded);
   if (run.signal.aborted) return cancelCall(run, tool, { ...call, arguments: steered.input }, scope);
   const toolCall: ToolCall = { id: call.id, name: call.name, arguments: steered.input };
   if (steered.blocked !== undefined) return blockCall(run, tool, toolCall, steered.blocked, scope);
   // Suspension boundaries: beforeTool ran; the frame is written; the run will suspend.
-  if (!tool.execute) {
-    await run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: steered.input, ...run.chunkBase() });
-    return { call: toolCall, stopped: false, pending: { toolCallId: call.id, toolName: tool.name, input: steered.input, kind: 'client' } };
-  }
+  if (!tool.execute) return suspendedCall(run, tool, toolCall, 'tool_start', 'client');
   const needsApproval = typeof tool.needsApproval === 'function' ? tool.needsApproval(steered.input) : tool.needsApproval === true;
-  if (needsApproval) {
-    // No signature on the stream: a reader of the stream must not be able to approve anything.
-    await run.emit({ type: 'tool_approval_request', toolCallId: call.id, toolName: tool.name, arguments: steered.input, ...run.chunkBase() });
-    return { call: toolCall, stopped: false, pending: { toolCallId: call.id, toolName: tool.name, input: steered.input, kind: 'approval' } };
-  }
+  // No signature on the stream: a reader of the stream must not be able to approve anything.
+  if (needsApproval) return suspendedCall(run, tool, toolCall, 'tool_approval_request', 'approval');
   return executeCall(run, tool, toolCall, scope);
+}
+
+/** A call that suspends the run: its chunk is written, then the call waits for the caller (a client tool) or a human (an approval). */
+async function suspendedCall(run: Run, tool: ToolDefinition, call: ToolCall, type: 'tool_start' | 'tool_approval_request', kind: 'client' | 'approval'): Promise<ToolOutcome> {
+  await run.emit({ type, toolCallId: call.id, toolName: tool.name, arguments: call.arguments, ...run.chunkBase() });
+  return { call, stopped: false, pending: { toolCallId: call.id, toolName: tool.name, input: call.arguments, kind } };
 }
 
 /**
@@ -197,18 +240,21 @@ async function fromRecorder(run: Run, tool: ToolDefinition, call: ToolCall, step
  * marker: its child is a session of its own, so a recovered call re-attaches to it instead of being
  * given up (`mode` says whether the call spawns its child or re-attaches to it).
  */
-export async function executeCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, step = run.stepCount, mode: SubAgentMode = 'spawn'): Promise<ToolOutcome> {
-  if (!tool.sideEffects) {
-    const ran = await runCall(run, tool, call, scope, mode);
-    return isOutcome(ran) ? ran : announce(run, tool, call, ran);
-  }
+export function executeCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, step = run.stepCount, mode: SubAgentMode = 'spawn'): Promise<ToolOutcome> {
+  // A pure call has nothing to record: its body announces its result itself.
+  if (!tool.sideEffects) return runCall(run, tool, call, scope, mode, true);
+  return journaledExecute(run, tool, call, scope, step, mode);
+}
+
+/** {@link executeCall} of a side-effecting call, through the step recorder. */
+async function journaledExecute(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, step: number, mode: SubAgentMode): Promise<ToolOutcome> {
   let ranNow: CallRun | undefined;
   try {
     const outcome = await run.recorder.replayOrRun(
       { kind: 'tool_call', step, callId: call.id },
       callResultRecord,
       async () => {
-        const ran = await runCall(run, tool, call, scope, mode);
+        const ran = await runCall(run, tool, call, scope, mode, false);
         if (isOutcome(ran)) throw new EndedWithoutResult(ran);
         ranNow = ran;
         return ran.record;
@@ -219,7 +265,8 @@ export async function executeCall(run: Run, tool: ToolDefinition, call: ToolCall
     );
     if (outcome.status === 'interrupted') return (await fromRecorder(run, tool, call, step)) ?? { call, stopped: false };
     if (outcome.status === 'replayed') return replayCall(run, call, tool, outcome.value);
-    return announce(run, tool, call, ranNow as CallRun);
+    const { record, end } = ranNow as CallRun;
+    return await announce(run, tool, call, end, record.success, record.durationMs, record.finishOutput);
   } catch (error) {
     // A stop or a suspension: no result to record; the start marker keeps the call from running twice.
     if (error instanceof EndedWithoutResult) return error.outcome;
@@ -242,13 +289,16 @@ function isOutcome(value: CallRun | ToolOutcome): value is ToolOutcome {
   return 'stopped' in value;
 }
 
-/** The result is recorded (or needs no record): tool_end and the call's usage. */
-async function announce(run: Run, tool: ToolDefinition, call: ToolCall, ran: CallRun): Promise<ToolOutcome> {
-  const { record } = ran;
-  const ended = run.emit(ran.end);
-  if (ended) await ended;
-  pushToolUsage(run, tool, call.id, record.success, record.durationMs);
-  return { call, stopped: false, ...(record.finishOutput ? { finishOutput: record.finishOutput } : {}) };
+/** The result is recorded (or needs no record): tool_end and the call's usage; a promise only when the chunk has to be waited for. */
+function announce(run: Run, tool: ToolDefinition, call: ToolCall, end: StreamChunkInput, success: boolean, durationMs: number, finishOutput: FinishOutput | undefined): ToolOutcome | Promise<ToolOutcome> {
+  const ended = run.emit(end);
+  if (ended) return ended.then(() => announced(run, tool, call, success, durationMs, finishOutput));
+  return announced(run, tool, call, success, durationMs, finishOutput);
+}
+
+function announced(run: Run, tool: ToolDefinition, call: ToolCall, success: boolean, durationMs: number, finishOutput: FinishOutput | undefined): ToolOutcome {
+  pushToolUsage(run, tool, call.id, success, durationMs);
+  return finishOutput ? { call, stopped: false, finishOutput } : { call, stopped: false };
 }
 
 /** How a call's body ended: a result or an error for the model (`stubbed` by a dry run), or an outcome that ends the call here (suspension, stop). */
@@ -270,7 +320,10 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
       const stub = await dryRunResult(run, tool, call, scope);
       return { ...(stub.checked ? await checkedResult(tool, stub.result) : { result: stub.result }), stubbed: true };
     }
-    return await checkedResult(tool, await executeWithRetry(run, tool, call, scope));
+    // A tool that answers at once (and a result without an asynchronous outputSchema) is not awaited.
+    const raw = executeWithRetry(run, tool, call, scope);
+    const checked = checkedResult(tool, isThenable(raw) ? await raw : raw);
+    return checked instanceof Promise ? await checked : checked;
   } catch (thrown) {
     if (isOwnSupersede(run, thrown)) throw thrown;
     if (thrown instanceof AwaitChildrenSignal) {
@@ -285,8 +338,14 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
   }
 }
 
-/** tool_start, the body, onStateChange*, onMessage(result), the afterTool chain; the tool_end chunk to write once the result is recorded. */
-async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode): Promise<CallRun | ToolOutcome> {
+/**
+ * tool_start, the body, onStateChange*, onMessage(result), the afterTool chain. With `announceNow` (a call
+ * with nothing to record) its tool_end chunk and usage follow at once; else the record and the tool_end
+ * chunk to write once the result is recorded.
+ */
+function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: true): Promise<ToolOutcome>;
+function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: false): Promise<CallRun | ToolOutcome>;
+async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: boolean): Promise<CallRun | ToolOutcome> {
   const started = run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: call.arguments, ...run.chunkBase() });
   if (started) await started;
   const startedAt = performance.now();
@@ -309,12 +368,15 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
   const success = error === undefined;
   const stub = body.stubbed === true ? { stubbed: true } : {};
   const row = error ? { ...errorResult(call, error.info), ...stub } : { role: 'tool' as const, toolCallId: call.id, toolName: tool.name, content: result ?? null, ...stub };
-  const { message, rewritten, tooLarge } = await recordResult(run, { toolCall: call, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, row, scope);
+  const recording = recordResult(run, { toolCall: call, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, row, scope);
+  const { message, rewritten, tooLarge } = recording instanceof Promise ? await recording : recording;
   // A result too large to store is an error for the model; the call's writes stay (the tool did its work).
   const failure = error ?? tooLarge;
   const stored = failure === undefined;
   const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: stored, durationMs, ...(failure ? { error: failure.info } : { result: rewritten ? rewritten.result : result }), ...stub, ...attemptsOf(tool, scope), ...run.chunkBase() };
-  return { record: { message, patches: run.work.patchesOf(scope.owner), seqs: run.work.seqsOf(scope.owner), success: stored, durationMs, ...(finishOutput && stored ? { finishOutput } : {}) }, end };
+  const kept = stored ? finishOutput : undefined;
+  if (announceNow) return announce(run, tool, call, end, stored, durationMs, kept);
+  return { record: { message, patches: run.work.patchesOf(scope.owner), seqs: run.work.seqsOf(scope.owner), success: stored, durationMs, ...(kept ? { finishOutput: kept } : {}) }, end };
 }
 
 /**
@@ -332,13 +394,22 @@ function invalidStateWrite(run: Run, tool: ToolDefinition, scope: WriteScope): A
 }
 
 /** The tool's result checked against its outputSchema and for JSON: an invalid one becomes `tool_invalid_output` (and no result). */
-async function checkedResult(tool: ToolDefinition, raw: unknown): Promise<{ result: unknown; error?: AgentError }> {
-  let result = raw;
-  if (tool.outputSchema) {
-    const out = await checkSchema(tool.outputSchema, raw);
-    if (!out.ok) return { result: undefined, error: new ToolError('tool_invalid_output', `Tool "${tool.name}" returned an invalid result:\n${out.message}`, { details: { tool: tool.name } }) };
-    result = out.value;
-  }
+function checkedResult(tool: ToolDefinition, raw: unknown): CheckedResult | Promise<CheckedResult> {
+  if (!tool.outputSchema) return storableResult(tool, raw);
+  const toolName = tool.name;
+  const checked = checkSchema(tool.outputSchema, raw);
+  const outcome = (out: SchemaCheck): CheckedResult =>
+    out.ok ? storableResult(tool, out.value) : { result: undefined, error: new ToolError('tool_invalid_output', `Tool "${toolName}" returned an invalid result:\n${out.message}`, { details: { tool: toolName } }) };
+  return checked instanceof Promise ? checked.then(outcome) : outcome(checked);
+}
+
+/** A tool's checked result, or the error that replaced it. */
+interface CheckedResult {
+  readonly result: unknown;
+  readonly error?: AgentError;
+}
+
+function storableResult(tool: ToolDefinition, result: unknown): CheckedResult {
   const unstorable = unstorableResult(tool, result);
   return unstorable ? { result: undefined, error: unstorable } : { result };
 }

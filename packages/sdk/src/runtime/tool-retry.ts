@@ -44,13 +44,20 @@ function retryable(run: Run, tool: ToolDefinition, thrown: unknown, attempt: num
 /**
  * The tool's execute for `call`; with a retry policy, a try that throws runs again (after a
  * `tool_retry` chunk, the subscriber event `action.tool_retry`) while the policy allows. The error of the
- * last try is rethrown; {@link attemptDetails} tells how many tries there were.
+ * last try is rethrown; {@link attemptDetails} tells how many tries there were. Returns what execute returned
+ * (a value, or a promise of one; a retried call's is always a promise); a throw of the first try propagates as it is.
  */
-export async function executeWithRetry(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): Promise<unknown> {
+export function executeWithRetry(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope): unknown {
   const execute = tool.execute;
   if (!execute) throw new Error(`Tool ${tool.name} has no execute function.`);
   const policy = tool.retry;
+  // Without a policy, execute's own return (a value or a promise) is the call's: a tool that answers at once costs no promise.
   if (!policy) return execute(call.arguments, toolContext(run, tool, call.id, scope));
+  return retried(run, tool, call, scope, execute, policy);
+}
+
+/** {@link executeWithRetry} under a retry policy: the tries, each awaited. */
+async function retried(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, execute: NonNullable<ToolDefinition['execute']>, policy: NonNullable<ToolDefinition['retry']>): Promise<unknown> {
   const max = policy.maxAttempts ?? TOOL_RETRY_DEFAULTS.maxAttempts;
   for (let attempt = 1; ; attempt++) {
     triesOfCall.set(scope, attempt);

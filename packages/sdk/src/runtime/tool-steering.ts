@@ -17,32 +17,47 @@ import { errorResult, stoppedResult, type ToolOutcome } from './tool-calls.js';
  * `{ result }` replaces the row for the model and the commit. A failed call stays an error row: only
  * its content changes. A row still over `maxToolResultChars` becomes a `tool_result_too_large` error row.
  */
-export async function recordResult(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): Promise<RecordedResult> {
+export function recordResult(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): RecordedResult | Promise<RecordedResult> {
   // C16 with rewriteBeforeOnMessage: the afterTool chain first, so onMessage sees the rewritten row.
-  if (run.setup.reconcile?.rewriteBeforeOnMessage === true) {
-    const recorded = await rewrittenRow(run, payload, row, scope);
-    await run.appendMessage(recorded.message, scope);
-    return recorded;
-  }
+  if (run.setup.reconcile?.rewriteBeforeOnMessage === true) return rewrittenFirst(run, payload, row, scope);
+  // The common case (hooks that answer at once) settles in this turn: no promise.
   const appended = run.appendMessage(row, scope);
-  const messageIndex = appended instanceof Promise ? await appended : appended;
+  if (appended instanceof Promise) return appended.then((messageIndex) => rewriteAt(run, payload, row, scope, messageIndex));
+  return rewriteAt(run, payload, row, scope, appended);
+}
+
+async function rewrittenFirst(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): Promise<RecordedResult> {
   const recorded = await rewrittenRow(run, payload, row, scope);
-  if (recorded.message !== row) run.work.replace(messageIndex, recorded.message);
+  await run.appendMessage(recorded.message, scope);
   return recorded;
+}
+
+/** The afterTool rewrite of the row appended at `messageIndex`, put in its place. */
+function rewriteAt(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope, messageIndex: number): RecordedResult | Promise<RecordedResult> {
+  const put = (recorded: RecordedResult): RecordedResult => {
+    if (recorded.message !== row) run.work.replace(messageIndex, recorded.message);
+    return recorded;
+  };
+  const recorded = rewrittenRow(run, payload, row, scope);
+  return recorded instanceof Promise ? recorded.then(put) : put(recorded);
 }
 
 /**
  * The afterTool chain's rewrite of `row`, then the size limit, which applies to the row as it is about to be
  * stored (so an afterTool hook that offloads can shrink it first): the row as rewritten, or the size error.
  */
-async function rewrittenRow(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): Promise<RecordedResult> {
+function rewrittenRow(run: Run, payload: AfterToolPayload, row: ToolResultMessage, scope: WriteScope): RecordedResult | Promise<RecordedResult> {
   const chained = afterToolChain(run, payload, scope);
-  const rewritten = chained instanceof Promise ? await chained : chained;
+  return chained instanceof Promise ? chained.then((rewritten) => sizedRow(run, payload, row, rewritten)) : sizedRow(run, payload, row, chained);
+}
+
+function sizedRow(run: Run, payload: AfterToolPayload, row: ToolResultMessage, rewritten: AfterToolResult | undefined): RecordedResult {
   let message = rewritten ? { ...row, content: rewritten.result ?? null } : row;
   const max = run.setup.limits.maxToolResultChars;
   const size = jsonLongerThan(message.content, max);
   const tooLarge = size === undefined ? undefined : toolResultTooLarge(payload.tool.name, size, max);
   if (tooLarge) message = errorResult(payload.toolCall, tooLarge.info);
+  if (rewritten === undefined && tooLarge === undefined) return { message };
   return { message, ...(rewritten ? { rewritten } : {}), ...(tooLarge ? { tooLarge } : {}) };
 }
 
