@@ -3,7 +3,7 @@
 // file, with garbage collection and idle time as their own rows. The figure to read is the share of each row.
 // With --alloc it runs V8's sampling heap profiler instead (objects that were collected included), and prints
 // the bytes allocated per step and the functions that allocate them: a figure a loaded machine cannot blur.
-// Run: npm run bench:profile   (options: --workload memory|sqlite-normal|sqlite-full --steps 200 --seconds 5 --top 25 --alloc --inclusive
+// Run: npm run bench:profile   (options: --workload memory|sqlite-normal|sqlite-full --steps 200 --seconds 5 --top 25 --alloc --inclusive --concurrent 100
 // --checkpoint inline|background)
 import { Session } from 'node:inspector/promises';
 import type { SqliteCheckpointMode } from '@helix-agents/store-sqlite';
@@ -22,6 +22,8 @@ const ALLOC = process.argv.includes('--alloc');
 // With --inclusive a function's row counts the samples in it or in anything it called (each function once a
 // sample). A resumed async function runs from the microtask queue, so its caller's row does not include it.
 const INCLUSIVE = process.argv.includes('--inclusive');
+// With --concurrent C the workload is C runs at once (bench.concurrent), as the bench's concurrent variant.
+const CONCURRENT = Number(arg('concurrent', '1'));
 // Inline by default: V8's sampler interrupts the main thread with a signal every sample, which cuts SQLite's
 // busy-wait sleeps short, so a commit that meets the background thread's restarting checkpoint gives up
 // after milliseconds instead of its 5 s timeout. `--checkpoint background` profiles the default anyway.
@@ -71,8 +73,9 @@ async function drive(): Promise<number> {
   let count = 0;
   const until = performance.now() + SECONDS * 1000;
   while (performance.now() < until) {
-    await bench.run();
-    count++;
+    if (CONCURRENT > 1) await bench.concurrent(CONCURRENT);
+    else await bench.run();
+    count += CONCURRENT;
   }
   return count;
 }
