@@ -100,6 +100,14 @@ interface RunRow {
 interface FenceRow extends SessionRow {
   run_epoch: number | null;
   run_status: RunStatus | null;
+  /** The head's columns (NULL only for a session without commits, which a damaged file would be). */
+  head_version: number | null;
+  head_run_id: string;
+  head_message_count: number;
+  head_step_count: number;
+  head_run_step_count: number;
+  head_run_steps: string;
+  head_state_ref: number;
 }
 
 /** What renew, claim and a journal append read: the run and its session's current run id, in one lookup. */
@@ -190,6 +198,9 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
   readonly database: SqliteDatabase;
   /** The checkpoints kept per session (Infinity: all). */
   readonly #keepCheckpoints: number;
+  /** The last turn record a commit parsed, and its text (see #turnOf). */
+  #turnText: string | undefined;
+  #turnParsed: TurnRecord | undefined;
   readonly #prune: () => { journalEntries: number; records: number; trimmed: number };
   readonly #usage: UsageTable;
   readonly #q: ReturnType<typeof prepare>;
@@ -508,11 +519,24 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
     return this.#q.checkpointsNewer.get(sid, row.version, this.#keepCheckpoints)! < this.#keepCheckpoints ? row : undefined;
   }
 
+  /**
+   * The turn record of a commit's session, parsed once for as long as its text stays the same: the steps
+   * of a turn all read the same record. The rules never change what they are given, so the object is shared.
+   */
+  #turnOf(text: string | null): TurnRecord | undefined {
+    if (text === null) return undefined;
+    if (text !== this.#turnText) {
+      this.#turnParsed = JSON.parse(text) as TurnRecord;
+      this.#turnText = text;
+    }
+    return this.#turnParsed;
+  }
+
   #doCommit(commit: Commit): CommitReceipt {
     const fence = this.#q.fence.get(commit.runId, commit.sessionId);
     if (fence) this.#checkRecord('session', fence.record_version);
-    const head = fence ? this.#head(fence.sid) : undefined;
-    const plan = orThrow(planCommit({ session: fence && head ? sessionHeader(fence, head) : undefined, run: fence && head && committingRun(fence, head, commit.runId) }, commit));
+    const head = fence ? headOf(fence) : undefined;
+    const plan = orThrow(planCommit({ session: fence && head ? sessionHeader(fence, head, this.#turnOf(fence.turn)) : undefined, run: fence && head && committingRun(fence, head, commit.runId) }, commit));
     // Accepted: the session and its head exist.
     const id = this.#writeCommit(commit, plan, fence!.sid, head!);
     return { version: plan.session.version, messageCount: plan.session.messageCount, ...(plan.checkpoint ? { checkpointId: `cp_${id}` } : {}) };
@@ -687,10 +711,15 @@ function prepare(db: BetterSqlite3.Database) {
     checkpoint: db.prepare<[number, number], CheckpointRow & { state: string | null; state_ref: number }>(
       'SELECT id, version, run_id, checkpoint, step_count, message_count, committed_at, state, coalesce(state_ref, id) AS state_ref FROM commits WHERE id = ? AND sid = ? AND checkpoint IS NOT NULL',
     ),
+    // A commit's one read: the session, the committing run's fence, and the session's head (its last commits row).
     fence: db.prepare<[string, string], FenceRow>(
       `SELECT s.sid, s.session_id, s.record_version, s.agent_type, s.parent_session_id, s.current_run_id, s.turn, s.resume_count,
-         r.epoch AS run_epoch, r.status AS run_status
-       FROM sessions s LEFT JOIN runs r ON r.run_id = ? WHERE s.session_id = ?`,
+         r.epoch AS run_epoch, r.status AS run_status,
+         h.version AS head_version, h.run_id AS head_run_id, h.message_count AS head_message_count, h.step_count AS head_step_count,
+         h.run_step_count AS head_run_step_count, h.run_steps AS head_run_steps, coalesce(h.state_ref, h.id) AS head_state_ref
+       FROM sessions s LEFT JOIN runs r ON r.run_id = ?
+       LEFT JOIN commits h ON h.id = (SELECT c.id FROM commits c WHERE c.sid = s.sid ORDER BY c.version DESC LIMIT 1)
+       WHERE s.session_id = ?`,
     ),
     runFence: db.prepare<[string], RunFenceRow>(
       `SELECT r.run_id, r.session_id, r.record_version, r.status, r.epoch, r.lease_owner, r.lease_expires_at, r.stop_request,
@@ -747,17 +776,31 @@ function wrap(what: string, error: unknown): unknown {
 }
 
 /** The header the session rules read: the session row and its head (the last commits row). */
-function sessionHeader(row: SessionRow, head: HeadRow): SessionHeader {
+function sessionHeader(row: SessionRow, head: HeadRow, turn: TurnRecord | undefined = parse<TurnRecord>(row.turn)): SessionHeader {
   return {
     sessionId: row.session_id,
     agentType: row.agent_type,
     ...(row.parent_session_id === null ? {} : { parentSessionId: row.parent_session_id }),
     currentRunId: row.current_run_id ?? undefined,
-    turn: parse<TurnRecord>(row.turn),
+    turn,
     version: head.version,
     stepCount: head.step_count,
     messageCount: head.message_count,
     resumeCount: row.resume_count,
+  };
+}
+
+/** The head a commit's read brought with its fence; every session's K1 wrote a commits row, so a session always has one. */
+function headOf(fence: FenceRow): HeadRow {
+  if (fence.head_version === null) throw new StateCommitError(`The SQLite session #${fence.sid} has no commits; the database is damaged.`);
+  return {
+    version: fence.head_version,
+    run_id: fence.head_run_id,
+    message_count: fence.head_message_count,
+    step_count: fence.head_step_count,
+    run_step_count: fence.head_run_step_count,
+    run_steps: fence.head_run_steps,
+    state_ref: fence.head_state_ref,
   };
 }
 
