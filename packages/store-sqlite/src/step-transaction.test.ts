@@ -85,6 +85,18 @@ describe('SQLite: a step is one write transaction, its chunks included', () => {
     }
   });
 
+  it('a commit reads its fence and its session\'s head in one statement: the step count and version follow the head, and a session whose commits rows are gone (a damaged file) is refused with state_commit_failed', async () => {
+    await stores.stateStore.beginRun(begin('s', 'r1'));
+    const first = await stores.stateStore.commit({ sessionId: 's', runId: 'r1', epoch: 1, kind: 'step', stepIndex: 0, committedAt: 2 });
+    const second = await stores.stateStore.commit({ sessionId: 's', runId: 'r1', epoch: 1, kind: 'step', stepIndex: 1, committedAt: 3 });
+    expect(second.version).toBe(first.version + 1);
+    // The same step again is refused: the head the read brought knows it is committed.
+    await expect(stores.stateStore.commit({ sessionId: 's', runId: 'r1', epoch: 1, kind: 'step', stepIndex: 1, committedAt: 4 })).rejects.toMatchObject({ code: 'state_commit_failed' });
+    expect((await stores.stateStore.getRun('r1'))?.stepCount).toBe(2);
+    handleOf(stores.database).prepare('DELETE FROM commits').run();
+    await expect(stores.stateStore.commit({ sessionId: 's', runId: 'r1', epoch: 1, kind: 'step', stepIndex: 2, committedAt: 5 })).rejects.toThrow(/has no commits; the database is damaged/);
+  });
+
   it('a commit that is refused rolls its transaction back, and the chunks queued before it are still written (on their own)', async () => {
     await stores.stateStore.beginRun(begin('s', 'r1'));
     const writer = await stores.streamManager.claim('st', 'r1');
