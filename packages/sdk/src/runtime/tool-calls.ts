@@ -168,7 +168,7 @@ async function invalidCall(run: Run, tool: ToolDefinition, call: ToolCall, parse
   return { call, stopped: false };
 }
 
-/** A side-effecting call: replayed when a process that died recorded it, else run as any other. */
+/** A side-effecting call: replayed when a process that died recorded it, else it runs like every other call. */
 async function journaledCall(run: Run, tool: ToolDefinition, call: ToolCall, input: unknown): Promise<ToolOutcome> {
   const journaled = await fromRecorder(run, tool, call);
   return journaled ?? steeredCall(run, tool, call, input);
