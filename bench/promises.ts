@@ -3,8 +3,7 @@
 // when awaited, a suspended frame and a turn of the microtask queue. With --top N it also prints the
 // functions that create them (the frame that made each promise).
 // Run: npm run bench:promises   (options: --steps 200 --top 0)
-import { createHook } from 'node:async_hooks';
-import { helixBench, memoryStores, type HookSet } from './workloads.js';
+import { helixBench, memoryStores, promisesDuring, type HookSet } from './workloads.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -18,27 +17,19 @@ const TOP = arg('top', 0);
 async function count(hooks: HookSet): Promise<{ perStep: number; byFrame: [string, number][] }> {
   const bench = helixBench(memoryStores(), STEPS, { hooks });
   for (let i = 0; i < 20; i++) await bench.run();
-  let total = 0;
   const frames = new Map<string, number>();
-  const hook = createHook({
-    init(_id, type) {
-      if (type !== 'PROMISE') return;
-      total++;
-      if (TOP <= 0) return;
-      // The first frame outside node's own async_hooks machinery and this hook made the promise; a promise made
-      // by a built-in (then, resolve, all) is named with the frame that called the built-in.
-      const stack = (new Error().stack ?? '').split('\n').filter((line) => line.includes(' at ') && !line.includes('node:internal') && !line.includes('AsyncHook.init'));
-      const first = stack.findIndex((line) => !line.includes('(<anonymous>)'));
-      const where = stack
-        .slice(0, first + 1)
-        .map((line) => line.trim().replace(/^at /, '').replace(/\(.*\/(packages|bench)\//, '($1/'))
-        .join(' < ') || '(unknown)';
-      frames.set(where, (frames.get(where) ?? 0) + 1);
-    },
+  const total = await promisesDuring(bench.run, () => {
+    if (TOP <= 0) return;
+    // The first frame outside node's own async_hooks machinery and the counting hook made the promise; a promise
+    // made by a built-in (then, resolve, all) is named with the frame that called the built-in.
+    const stack = (new Error().stack ?? '').split('\n').filter((line) => line.includes(' at ') && !line.includes('node:internal') && !line.includes('AsyncHook.init') && !line.includes('promisesDuring') && !line.includes('bench/promises.ts'));
+    const first = stack.findIndex((line) => !line.includes('(<anonymous>)'));
+    const where = stack
+      .slice(0, first + 1)
+      .map((line) => line.trim().replace(/^at /, '').replace(/\(.*\/(packages|bench)\//, '($1/'))
+      .join(' < ') || '(unknown)';
+    frames.set(where, (frames.get(where) ?? 0) + 1);
   });
-  hook.enable();
-  await bench.run();
-  hook.disable();
   return { perStep: total / STEPS, byFrame: [...frames].sort((a, b) => b[1] - a[1]).slice(0, TOP) };
 }
 

@@ -1,6 +1,7 @@
 // The workloads the benches time (bench/loop.ts, bench/store.ts) and the smoke test runs untimed
 // (bench/smoke.test.ts): a bare hand-written tool loop, helix on each store, the AI SDK's own tool loop,
 // and a raw one-row commit on SQLite as the durable floor. Each returns its wall time in ms.
+import { createHook } from 'node:async_hooks';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -400,4 +401,26 @@ export async function retainedSqliteRows(runs: number, steps: number, retention?
     sqlite.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The promises created while `run` runs, counted with an async_hooks PROMISE hook (a figure the load of a
+ * shared machine cannot blur); `onPromise` is called for each, in the frame that made it.
+ */
+export async function promisesDuring(run: () => Promise<unknown>, onPromise?: () => void): Promise<number> {
+  let total = 0;
+  const hook = createHook({
+    init(_id, type) {
+      if (type !== 'PROMISE') return;
+      total++;
+      onPromise?.();
+    },
+  });
+  hook.enable();
+  try {
+    await run();
+  } finally {
+    hook.disable();
+  }
+  return total;
 }
