@@ -623,7 +623,7 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
   #head(sid: number): HeadRow {
     const head = this.#q.head.get(sid);
     // Every session's K1 wrote a commits row, so a session always has a head.
-    if (!head) throw new StateCommitError(`The SQLite session #${sid} has no commits; the database is damaged.`);
+    if (!head) throw noHead(sid);
     return head;
   }
 
@@ -790,9 +790,14 @@ function sessionHeader(row: SessionRow, head: HeadRow, turn: TurnRecord | undefi
   };
 }
 
+/** The error for a session without a head: every session's K1 wrote a commits row, so its file is damaged. */
+function noHead(sid: number): StateCommitError {
+  return new StateCommitError(`The SQLite session #${sid} has no commits; the database is damaged.`);
+}
+
 /** The head a commit's read brought with its fence; every session's K1 wrote a commits row, so a session always has one. */
 function headOf(fence: FenceRow): HeadRow {
-  if (fence.head_version === null) throw new StateCommitError(`The SQLite session #${fence.sid} has no commits; the database is damaged.`);
+  if (fence.head_version === null) throw noHead(fence.sid);
   return {
     version: fence.head_version,
     run_id: fence.head_run_id,

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createHookManager, defineAgent, defineTool, InMemoryStateStore, type HookEntry, type StreamChunk } from '../index.js';
+import { ExecutionManagers } from '../runtime/execution-managers.js';
 import { continuesDryRun, executionHooks, hookContextOf, runOptionsRecord, sameHandler, turnInput } from '../runtime/launch-records.js';
 import { createScriptedModel } from '../testing/index.js';
 import { collect, counterAgent, deadCounterRun, refusal, setup } from './harness.js';
@@ -132,16 +133,17 @@ describe('launch records', () => {
   });
 
   it('executionHooks: a manager of the call\'s hooks and hook manager together, none without either', async () => {
-    expect(executionHooks({})).toStrictEqual({});
+    const managers = new ExecutionManagers();
+    expect(executionHooks({}, managers)).toStrictEqual({});
     const fired: string[] = [];
     const hooks = { onAgentStart: () => void fired.push('hooks') };
     const hookManager = createHookManager({ onAgentStart: () => void fired.push('manager') });
     for (const options of [{ hooks }, { hookManager }, { hooks, hookManager }]) {
-      const { executionHooks: made } = executionHooks(options);
+      const { executionHooks: made } = executionHooks(options, managers);
       expect(made).toBeDefined();
       expect(made!.has('onAgentStart')).toBe(true);
     }
-    expect(executionHooks({ hooks, hookManager }).executionHooks!.entries('onAgentStart')).toHaveLength(2);
+    expect(executionHooks({ hooks, hookManager }, managers).executionHooks!.entries('onAgentStart')).toHaveLength(2);
   });
 
   it('sameHandler: the same function, or two entries of one owner; entries without an owner differ by function', () => {

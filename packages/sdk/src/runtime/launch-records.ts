@@ -1,6 +1,6 @@
 // What the launcher writes on a run record and reads back: how a run began, a turn's input text, and
 // a run's usage rollup with its sub-agents'.
-import { HookManager, type HookEntry } from '../hooks/manager.js';
+import type { HookEntry, HookManager } from '../hooks/manager.js';
 import type { Message } from '../messages.js';
 import type { RunOptionsRecord, StateStore } from '../store.js';
 import { mergeRollups, type UsageRollup } from '../usage.js';
@@ -45,10 +45,9 @@ export function turnInput(rows: readonly Message[] | undefined): string {
   return '';
 }
 
-/** A run's execution-level hooks as one manager (its children inherit them), or nothing when it has none; through `managers`, built once per `hooks` object. */
-export function executionHooks(options: Pick<RunCallOptions, 'hooks' | 'hookManager'>, managers?: ExecutionManagers): { executionHooks?: HookManager<unknown, unknown> } {
-  if (!options.hooks && !options.hookManager) return {};
-  const execution = managers ? managers.executionOf(options.hooks, options.hookManager) : new HookManager<unknown, unknown>(options.hookManager, options.hooks);
+/** A run's execution-level hooks as one manager (its children inherit them), or nothing when it has none; `managers` builds it once per `hooks` object. */
+export function executionHooks(options: Pick<RunCallOptions, 'hooks' | 'hookManager'>, managers: ExecutionManagers): { executionHooks?: HookManager<unknown, unknown> } {
+  const execution = managers.executionOf(options.hooks, options.hookManager);
   return execution ? { executionHooks: execution } : {};
 }
 

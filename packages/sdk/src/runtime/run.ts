@@ -4,6 +4,7 @@ import type { Draft, StateChangeSource } from '../hooks/types.js';
 import type { Message } from '../messages.js';
 import type { Commit, RunStatus } from '../store.js';
 import type { StreamChunkInput } from '../stream.js';
+import type { UsageEntry, UsageStore } from '../usage.js';
 import type { ChunkFields, HookHost } from './hook-context.js';
 import { HookDispatcher, type WriteScope } from './hook-dispatch.js';
 import { stateTooLarge } from './limits.js';
@@ -97,7 +98,6 @@ export class Run implements HookHost {
   stepDone(): void {
     this.#stepCount++;
   }
-
 
   get state(): unknown {
     return this.work.state;
@@ -213,10 +213,9 @@ export class Run implements HookHost {
     });
     this.work.committed();
     if (atomicUsage) this.books.takeUsage();
-    else if (this.books.pendingUsage.length > 0) {
-      // Without a usage store the entries are only dropped: no promise for that.
-      if (this.setup.usageStore) await this.flushUsage();
-      else this.books.takeUsage();
+    else {
+      const flushed = this.flushUsage();
+      if (flushed) await flushed;
     }
     if (fields.kind === 'step' && fields.stepIndex !== undefined) {
       const held = this.recorder.stepCommitted(fields.stepIndex);
@@ -238,13 +237,20 @@ export class Run implements HookHost {
     this.work.revertState();
   }
 
-  /** Hands buffered usage to the usage store (after the commit of the work it belongs to). */
-  async flushUsage(): Promise<void> {
-    if (this.books.pendingUsage.length === 0) return;
+  /**
+   * Hands buffered usage to the usage store (after the commit of the work it belongs to); a promise only
+   * when there is a store to write to (without one the entries are dropped). A failed write is logged.
+   */
+  flushUsage(): void | Promise<void> {
+    if (this.books.pendingUsage.length === 0) return undefined;
     const entries = this.books.takeUsage();
-    if (!this.setup.usageStore) return;
+    const store = this.setup.usageStore;
+    return store ? this.#recordUsage(store, entries) : undefined;
+  }
+
+  async #recordUsage(store: UsageStore, entries: readonly UsageEntry[]): Promise<void> {
     try {
-      await this.setup.usageStore.record(entries);
+      await store.record(entries);
     } catch (error) {
       this.setup.logger.error(`usage store write failed: ${error instanceof Error ? error.message : String(error)}`, { runId: this.setup.runId });
     }

@@ -178,7 +178,11 @@ async function journaledCall(run: Run, tool: ToolDefinition, call: ToolCall, inp
 function steeredCall(run: Run, tool: ToolDefinition, call: ToolCall, input: unknown): Promise<ToolOutcome> {
   if (run.signal.aborted || run.superseded) return stoppedCall(run, call);
   const scope = callScope(call.id);
-  if (tool.subAgent) return subAgentCall(run, tool, call, input, scope);
+  return tool.subAgent ? subAgentCall(run, tool, call, input, scope) : chainedCall(run, tool, call, input, scope);
+}
+
+/** The beforeTool chain, then the call as the chain left it. */
+function chainedCall(run: Run, tool: ToolDefinition, call: ToolCall, input: unknown, scope: WriteScope): Promise<ToolOutcome> {
   const chained = beforeToolChain(run, tool, call, input, scope);
   return chained instanceof Promise ? chained.then((steered) => allowedCall(run, tool, call, steered, scope)) : allowedCall(run, tool, call, chained, scope);
 }
@@ -191,9 +195,7 @@ async function stoppedCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
 /** A sub-agent call a process that died spawned already passed beforeTool: it re-attaches to its child. */
 async function subAgentCall(run: Run, tool: ToolDefinition, call: ToolCall, input: unknown, scope: WriteScope): Promise<ToolOutcome> {
   const spawned = await spawnedCall(run, { ...call, arguments: input }, scope);
-  if (spawned) return executeCall(run, tool, spawned, scope);
-  const chained = beforeToolChain(run, tool, call, input, scope);
-  return allowedCall(run, tool, call, chained instanceof Promise ? await chained : chained, scope);
+  return spawned ? executeCall(run, tool, spawned, scope) : chainedCall(run, tool, call, input, scope);
 }
 
 /** After beforeTool: a stop or supersede, a block, a client tool or an approval suspends, else the call runs. */
