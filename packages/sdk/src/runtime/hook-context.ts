@@ -32,42 +32,69 @@ export interface HookHost {
   readonly books: Pick<RunBooks, 'spend' | 'toolCallCounts'>;
 }
 
-/** The HookContext of one hook point invocation; stepCount and state read the live run. */
+/**
+ * The HookContext of one hook point invocation. Building one writes four fields: the run's own fields
+ * (sessionId, runId, agentType, ...) are accessors that read the run's setup, which does not change while
+ * the run lives, and stepCount and state read the live run. `toJSON()` gives every field as a plain object.
+ */
 export class HookCallContext implements HookContext<unknown, unknown> {
-  // Declared, not defined: the constructor writes each field once, in this order (the optional ones as
-  // undefined when unset), instead of a class-field definition followed by an assignment.
-  declare readonly sessionId: string;
-  declare readonly runId: string;
-  declare readonly agentType: string;
-  declare readonly streamId: string;
-  declare readonly parentSessionId?: string;
-  declare readonly parentToolCallId?: string;
-  declare readonly userId?: string;
-  declare readonly tags?: readonly string[];
-  declare readonly metadata?: Readonly<Record<string, string>>;
-  declare readonly idempotencyKey: string;
-  declare readonly attempt: number;
   declare readonly hookPoint: HookPoint;
   // Not #private: keeps the object cheap to build on every invocation.
   declare private readonly host: HookHost;
   declare private readonly scope: WriteScope;
+  /** The step this invocation belongs to, read when it began (its idempotency key's step). */
+  declare private readonly step: number;
 
   constructor(host: HookHost, point: HookPoint, scope: WriteScope) {
-    const s = host.setup;
-    this.sessionId = s.sessionId;
-    this.runId = s.runId;
-    this.agentType = s.agent.name;
-    this.streamId = s.streamId;
-    this.parentSessionId = s.parentSessionId;
-    this.parentToolCallId = s.parentToolCallId;
-    this.userId = s.userId;
-    this.tags = s.tags;
-    this.metadata = s.metadata;
-    this.idempotencyKey = `${s.runId}:${host.stepCount}:${scope.callId ?? '-'}:${point}`;
-    this.attempt = s.epoch;
     this.hookPoint = point;
     this.host = host;
     this.scope = scope;
+    this.step = host.stepCount;
+  }
+
+  get sessionId(): string {
+    return this.host.setup.sessionId;
+  }
+
+  get runId(): string {
+    return this.host.setup.runId;
+  }
+
+  get agentType(): string {
+    return this.host.setup.agent.name;
+  }
+
+  get streamId(): string {
+    return this.host.setup.streamId;
+  }
+
+  get parentSessionId(): string | undefined {
+    return this.host.setup.parentSessionId;
+  }
+
+  get parentToolCallId(): string | undefined {
+    return this.host.setup.parentToolCallId;
+  }
+
+  get userId(): string | undefined {
+    return this.host.setup.userId;
+  }
+
+  get tags(): readonly string[] | undefined {
+    return this.host.setup.tags;
+  }
+
+  get metadata(): Readonly<Record<string, string>> | undefined {
+    return this.host.setup.metadata;
+  }
+
+  /** `runId:step:toolCallId-or-dash:hookPoint`, the same for every retry of the same invocation. */
+  get idempotencyKey(): string {
+    return `${this.host.setup.runId}:${this.step}:${this.scope.callId ?? '-'}:${this.hookPoint}`;
+  }
+
+  get attempt(): number {
+    return this.host.setup.epoch;
   }
 
   get stepCount(): number {
@@ -109,5 +136,29 @@ export class HookCallContext implements HookContext<unknown, unknown> {
 
   async emitCustom(eventName: string, data: unknown): Promise<void> {
     await this.host.emit({ type: 'custom', eventName, data, ...this.host.chunkBase() });
+  }
+
+  /** The context's fields as a plain object (what `JSON.stringify(ctx)` writes); methods and the abort signal are left out. */
+  toJSON(): Record<string, unknown> {
+    const fields: Record<string, unknown> = {
+      sessionId: this.sessionId,
+      runId: this.runId,
+      agentType: this.agentType,
+      streamId: this.streamId,
+      parentSessionId: this.parentSessionId,
+      parentToolCallId: this.parentToolCallId,
+      userId: this.userId,
+      tags: this.tags,
+      metadata: this.metadata,
+      idempotencyKey: this.idempotencyKey,
+      attempt: this.attempt,
+      hookPoint: this.hookPoint,
+      stepCount: this.stepCount,
+      tokenUsage: this.tokenUsage,
+      toolCallCounts: this.toolCallCounts,
+    };
+    // The fields a signal hook's context carries besides (onAgentResumed's decisions, ...) are its own.
+    for (const key of Object.keys(this)) if (key !== 'host' && key !== 'scope' && key !== 'step') fields[key] = (this as unknown as Record<string, unknown>)[key];
+    return fields;
   }
 }

@@ -66,6 +66,9 @@ export function safeJsonLength(value: unknown): number | undefined {
   }
 }
 
+/** The longest JSON a number, boolean or null has. */
+const MAX_SCALAR_JSON = 24;
+
 /**
  * True when `value`'s JSON is longer than `max`; a string is decided by its length where that is
  * enough (its JSON is at least 2 and at most 6 characters per character longer), so a short string is never copied.
@@ -73,6 +76,8 @@ export function safeJsonLength(value: unknown): number | undefined {
 export function jsonLongerThan(value: unknown, max: number): number | undefined {
   if (max === Infinity) return undefined;
   if (typeof value === 'string' && value.length * 6 + 2 <= max) return undefined;
+  // A number, boolean or null is at most 24 characters of JSON (-1.2345678901234567e-300): nothing to write out.
+  if ((typeof value === 'number' || typeof value === 'boolean' || value === null) && max >= MAX_SCALAR_JSON) return undefined;
   const size = safeJsonLength(value);
   return size !== undefined && size > max ? size : undefined;
 }

@@ -1,6 +1,6 @@
 import { FINISH_TOOL_NAME, type ToolDefinition } from '../define.js';
 import { AgentError, agentErrorFromInfo, HookError, RunInterruptedError, RunSupersededError, type AgentErrorInfo } from '../errors.js';
-import type { BeforeLLMCallPayload, BeforeLLMCallResult, StepPlan } from '../hooks/types.js';
+import type { AfterLLMCallPayload, BeforeLLMCallPayload, BeforeLLMCallResult, StepPlan } from '../hooks/types.js';
 import type { LanguageModel, LLMAdapter, LLMToolSpec, StepFailure, StepResult, StepSuccess } from '../llm.js';
 import type { AssistantMessage, Message } from '../messages.js';
 import { afterLLMCallOnThrow, reportRetriedAttempt } from './attempt-reports.js';
@@ -54,7 +54,7 @@ function planAttempt(run: Run, result: StepResult, attempt: number): StepPlan {
   if (result.ok) return planFor(result, run.setup.agent.outputSchema !== undefined);
   // The retry policy is read only for a failed attempt: a successful step builds none of it.
   const retries = retriesOf(run);
-  if (result.error.retryable && attempt < retries.maxAttempts && !run.signal.aborted && result.error.code !== 'run_interrupted') {
+  if (result.error.retryable && attempt < retries.maxAttempts && !run.aborted && result.error.code !== 'run_interrupted') {
     return { kind: 'retry', error: result.error, delayMs: retryDelay(result, attempt, retries.initialDelayMs, retries.maxDelayMs) };
   }
   return { kind: 'fail', error: result.error };
@@ -70,7 +70,7 @@ function planAttempt(run: Run, result: StepResult, attempt: number): StepPlan {
  */
 export async function callModel(run: Run, adapter: LLMAdapter, warned: Set<string>, scope: WriteScope): Promise<StepSuccess> {
   for (let attempt = 1; ; attempt++) {
-    if (run.signal.aborted) throw new RunInterruptedError();
+    if (run.aborted) throw new RunInterruptedError();
     const ready = beginAttempt(run, attempt, scope);
     const request = ready instanceof Promise ? await ready : ready;
     crashPoint('in_model_call');
@@ -114,7 +114,9 @@ function beginAttempt(run: Run, attempt: number, scope: WriteScope): ModelReques
 
 /** The step_start chunk of an attempt; the request once it is written (at once when it was queued). */
 function announceAttempt(run: Run, attempt: number, request: ModelRequest): ModelRequest | Promise<ModelRequest> {
-  const started = run.emit({ type: 'step_start', stepIndex: run.stepCount, attempt, ...run.chunkBase() });
+  const s = run.setup;
+  // The run's fields written out (as on every chunk of a step): a spread of chunkBase() costs more than the rest of the literal.
+  const started = run.emit({ type: 'step_start', stepIndex: run.stepCount, attempt, streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() });
   return started ? started.then(() => request) : request;
 }
 
@@ -130,7 +132,7 @@ async function adapterThrew(run: Run, callbacks: StreamCallbacks, error: unknown
 /** The attempt's result (a failure the timeout caused says so) after its usage entry is booked. */
 function attemptEnded(run: Run, result: StepResult, timeout: AbortSignal | undefined, attempt: number, durationMs: number): StepResult {
   let ended = result;
-  if (!result.ok && timeout?.aborted && !run.signal.aborted) {
+  if (!result.ok && timeout?.aborted && !run.aborted) {
     const timeoutMs = run.setup.agent.llmConfig.timeoutMs;
     ended = { ...result, error: new AgentError('provider_timeout', `The model did not answer within ${timeoutMs} ms.`, { details: { timeoutMs } }).info };
   }
@@ -168,7 +170,11 @@ interface AttemptReport {
 function afterLLMCall(run: Run, report: AttemptReport, scope: WriteScope, budgetError: AgentError | undefined): StepSuccess | number | Promise<StepSuccess | number> {
   if (run.hooks.has('afterLLMCall')) {
     const { result, plan, durationMs, attempt, onErrorFailure } = report;
-    const payload = { result, plan, durationMs, model: result.model, attempt, ...(result.usage === undefined ? {} : { usage: result.usage }), ...(result.ok ? {} : { error: result.error }), ...(onErrorFailure ? { onErrorFailure } : {}) };
+    // Built field by field: a conditional spread allocates and copies an object of its own.
+    const payload: { -readonly [K in keyof AfterLLMCallPayload]: AfterLLMCallPayload[K] } = { result, plan, durationMs, model: result.model, attempt };
+    if (result.usage !== undefined) payload.usage = result.usage;
+    if (!result.ok) payload.error = result.error;
+    if (onErrorFailure) payload.onErrorFailure = onErrorFailure;
     const fired = run.hooks.fire('afterLLMCall', payload, scope);
     if (fired) return fired.then(() => attemptVerdict(report, budgetError));
   }
@@ -332,12 +338,11 @@ async function recordedReply(run: Run, adapter: LLMAdapter, warned: Set<string>,
 }
 
 function assistantMessage(reply: StepSuccess): AssistantMessage {
-  return {
-    role: 'assistant',
-    content: reply.text,
-    ...(reply.toolCalls.length > 0 ? { toolCalls: reply.toolCalls } : {}),
-    ...(reply.reasoning === undefined ? {} : { reasoning: reply.reasoning }),
-  };
+  // Built field by field: a conditional spread allocates and copies an object of its own.
+  const message: { -readonly [K in keyof AssistantMessage]: AssistantMessage[K] } = { role: 'assistant', content: reply.text };
+  if (reply.toolCalls.length > 0) message.toolCalls = reply.toolCalls;
+  if (reply.reasoning !== undefined) message.reasoning = reply.reasoning;
+  return message;
 }
 
 const sideEffectTools = new WeakMap<readonly ToolDefinition[], boolean>();

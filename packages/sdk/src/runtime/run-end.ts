@@ -49,7 +49,7 @@ function replaceResultRow(run: Run, call: ToolCall): void {
 /** The executor is shutting down: the run lets itself go between two steps (the error to end it with). */
 export function handOffSelf(run: Run): RunSupersededError | undefined {
   // A run already stopped (or superseded) ends that way instead.
-  if (run.setup.children?.shutdown?.aborted !== true || run.signal.aborted) return undefined;
+  if (run.setup.children?.shutdown?.aborted !== true || run.aborted) return undefined;
   const letGo = new RunHandedOffError(run.setup.sessionId, run.setup.runId);
   run.setup.abort.abort(letGo);
   return letGo;
@@ -59,7 +59,7 @@ export function handOffSelf(run: Run): RunSupersededError | undefined {
 export function ownSupersede(run: Run, error: unknown): RunSupersededError | undefined {
   if (RunSupersededError.isInstance(error) && error.runId === run.setup.runId) return error;
   const reason: unknown = run.signal.reason;
-  if (run.signal.aborted && RunSupersededError.isInstance(reason)) return reason;
+  if (run.aborted && RunSupersededError.isInstance(reason)) return reason;
   return run.superseded;
 }
 

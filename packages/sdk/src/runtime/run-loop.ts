@@ -60,18 +60,18 @@ async function step(run: Run, adapter: LLMAdapter, warned: Set<string>, progress
   const empty = reply.toolCalls.length === 0 && reply.text.trim() === '';
   const outcomes = reply.toolCalls.length > 0 ? await toolStep(run, reply.toolCalls) : [];
   let ending = replyEnding(run, reply, outcomes, empty);
-  if (!run.signal.aborted) {
+  if (!run.aborted) {
     const tripped = firstTripped(run.guards.afterStep, { rows: outcomes.length > 0 ? run.work.pendingRows() : NO_ROWS, emptyReply: empty, spend: run.books.spend });
     if (tripped) throw tripped;
   }
   if (reply.toolCalls.length === 0 && ending === undefined) await run.appendMessage({ role: 'user', content: empty ? NUDGE_EMPTY : NUDGE_FINISH });
-  if (run.signal.aborted) stopAfterTools(run, outcomes);
+  if (run.aborted) stopAfterTools(run, outcomes);
   const pending = outcomes.flatMap((o) => (o.pending ? [o.pending] : []));
   if (pending.length > 0) return { suspend: pending };
   // The exit hooks may keep the run going; the step is committed either way.
   if (ending?.kind === 'complete' && ending.exitReason !== 'max_steps' && run.hooks.has('onExit') && (await exitHooksContinue(run, ending.output, ending.exitReason))) ending = undefined;
   crashPoint('before_k3');
-  await run.commit({ kind: 'step', stepIndex: run.stepCount, checkpoint: 'step', ...(ending?.kind === 'complete' ? { output: ending.output } : {}) });
+  await run.commit(ending?.kind === 'complete' ? { kind: 'step', stepIndex: run.stepCount, checkpoint: 'step', output: ending.output } : { kind: 'step', stepIndex: run.stepCount, checkpoint: 'step' });
   run.stepDone();
   progress.keep = 'current';
   crashPoint('after_k3');
@@ -81,14 +81,22 @@ async function step(run: Run, adapter: LLMAdapter, warned: Set<string>, progress
 /** The step's calls: the actions_requested envelope, the calls, then actions_completed (unless stopped). */
 async function toolStep(run: Run, calls: readonly ToolCall[]): Promise<ToolOutcome[]> {
   const stepIndex = run.stepCount;
-  const requested = run.emit({ type: 'actions_requested', stepIndex, calls: calls.map((c) => ({ callId: c.id, toolName: c.name, args: c.arguments })), ...run.chunkBase() });
+  const s = run.setup;
+  // The run's fields written out (as on every chunk of a step): a spread of chunkBase() costs more than the rest of the literal.
+  const requested = run.emit({ type: 'actions_requested', stepIndex, calls: calls.map(requestedCall), streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() });
   if (requested) await requested;
   const outcomes = await runToolCalls(run, calls);
-  if (!run.signal.aborted) {
-    const completed = run.emit({ type: 'actions_completed', stepIndex, results: completedResults(run.work.pendingRows(), calls), ...run.chunkBase() });
+  if (!run.aborted) {
+    const results = completedResults(run.work.pendingRows(), calls);
+    const completed = run.emit({ type: 'actions_completed', stepIndex, results, streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() });
     if (completed) await completed;
   }
   return outcomes;
+}
+
+/** A call as actions_requested lists it. */
+function requestedCall(call: ToolCall): { callId: string; toolName: string; args: unknown } {
+  return { callId: call.id, toolName: call.name, args: call.arguments };
 }
 
 /** Every result of the step, in the model's order (the rows are the step's tool rows). */
@@ -96,7 +104,10 @@ function completedResults(rows: readonly Message[], calls: readonly ToolCall[]):
   const results = [];
   for (const call of calls) {
     const row = rows.find((r) => r.role === 'tool' && r.toolCallId === call.id);
-    if (row?.role === 'tool') results.push({ callId: row.toolCallId, toolName: row.toolName, output: row.content, isError: row.isError === true, ...(row.stubbed === true ? { stubbed: true } : {}) });
+    if (row?.role !== 'tool') continue;
+    const result: { callId: string; toolName: string; output: unknown; isError: boolean; stubbed?: boolean } = { callId: row.toolCallId, toolName: row.toolName, output: row.content, isError: row.isError === true };
+    if (row.stubbed === true) result.stubbed = true;
+    results.push(result);
   }
   return results;
 }

@@ -115,7 +115,7 @@ async function deliver(run: Run, start: RunStart): Promise<AgentResult | undefin
   // Results a process that died recorded come back first, in the order they were recorded.
   const replayed = await replayRecordedCalls(run, due.map((d) => ({ id: d.pending.toolCallId, name: d.pending.toolName, arguments: d.pending.input })), DELIVERY_STEP);
   const outcomes = await Promise.all(due.map((d) => replayed.get(d.pending.toolCallId) ?? deliverAnswer(run, d.pending, d.answer)));
-  if (run.signal.aborted) stopAfterTools(run, outcomes);
+  if (run.aborted) stopAfterTools(run, outcomes);
   const pending = [...(start.stillPending ?? []), ...outcomes.flatMap((o) => (o.pending ? [o.pending] : []))];
   if (pending.length > 0) return suspend(run, pending, false);
   const finisher = outcomes.find((o) => o.finishOutput !== undefined)?.finishOutput;

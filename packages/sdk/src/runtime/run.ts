@@ -57,6 +57,12 @@ export class Run implements HookHost {
   readonly startedAt: number;
   /** The run's abort signal (its setup's controller's, read once: the loop checks it many times a step). */
   readonly signal: AbortSignal;
+  /**
+   * Set by the signal's first listener (added when the run is built, before any other code of the run
+   * listens), so that code running after the abort, listeners included, sees it. The listener holds this
+   * object only, not the run: a signal that outlives its run does not keep the run (and its hooks) alive.
+   */
+  readonly #abortSeen: { aborted: boolean };
   /** Writes of run-level hooks. */
   readonly runScope: WriteScope = scopeOf(RUN_OWNER);
   /** The tool context functions that depend only on the run: made once, shared by every call's context (they go with the run). */
@@ -81,12 +87,20 @@ export class Run implements HookHost {
     this.guards = guardsFor(setup.agent.limits);
     this.startedAt = origin.startedAt;
     this.signal = setup.abort.signal;
+    const seen = { aborted: this.signal.aborted };
+    this.#abortSeen = seen;
+    if (!seen.aborted) this.signal.addEventListener('abort', () => (seen.aborted = true), { once: true });
     this.#stepCount = origin.stepCount ?? 0;
   }
 
   /** The run's start signal fired (or it will not fire): what waits for {@link opened} goes on. */
   markOpened(): void {
     this.#markOpened();
+  }
+
+  /** Whether {@link signal} has fired: the loop checks it several times a step, and this reads a field, not the signal's getter. */
+  get aborted(): boolean {
+    return this.#abortSeen.aborted;
   }
 
   /** Steps this run has committed: the 0-based index of the current step. */

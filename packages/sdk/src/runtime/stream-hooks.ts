@@ -17,14 +17,16 @@ export interface StreamCallbacks {
  * point nobody handles costs one boolean read per delta: no payload, no promise.
  */
 export function streamCallbacks(run: Run, stepIndex: number, stepScope: WriteScope): StreamCallbacks {
-  // The hooks' writes are booked with the step's; their queued onStateChange are dropped (observers do not steer).
-  const scope: WriteScope = { ...stepScope, changes: [] };
   const wantsText = run.hooks.has('onTextDelta');
   const wantsThinking = run.hooks.has('onThinking');
   let queue: Promise<void> | undefined;
   let block = '';
+  // The hooks' writes are booked with the step's; their queued onStateChange are dropped (observers do not
+  // steer). Made when a hook first fires: an attempt nobody streams to builds none.
+  let scope: WriteScope | undefined;
   const enqueue = (point: 'onTextDelta' | 'onThinking', args: readonly unknown[]): void => {
-    const fire = (): Promise<void> => run.hooks.fireStreaming(point, args, scope);
+    const hookScope = (scope ??= { ...stepScope, changes: [] });
+    const fire = (): Promise<void> => run.hooks.fireStreaming(point, args, hookScope);
     queue = queue === undefined ? fire() : queue.then(fire);
   };
   return {

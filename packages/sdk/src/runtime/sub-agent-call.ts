@@ -146,7 +146,7 @@ async function childResult(run: Run, handle: AgentHandle, forwarded: Forwarding,
   const supersedeChild = (): void => void handle.stop('The parent run was superseded.');
   run.signal.addEventListener('abort', stopChild, { once: true });
   run.newerRun.addEventListener('abort', supersedeChild, { once: true });
-  if (run.signal.aborted) stopChild();
+  if (run.aborted) stopChild();
   else if (run.newerRun.aborted) supersedeChild();
   const forwarding = forward(run, handle, forwarded, stopForwarding.signal);
   let release = (): void => {};
@@ -172,7 +172,7 @@ async function childResult(run: Run, handle: AgentHandle, forwarded: Forwarding,
 
 /** This run's supersede, if it has one: a newer run of its session began here, or its lease was refused (another run took the session). A hand-off is not one. */
 function supersedeOf(run: Run): RunSupersededError | undefined {
-  for (const reason of [run.newerRun.reason, run.signal.aborted ? run.signal.reason : undefined] as unknown[]) {
+  for (const reason of [run.newerRun.reason, run.aborted ? run.signal.reason : undefined] as unknown[]) {
     if (RunSupersededError.isInstance(reason) && !RunHandedOffError.isHandOff(reason)) return reason;
   }
   return undefined;

@@ -49,7 +49,7 @@ async function runEdited(run: Run, tool: ToolDefinition, call: ToolCall, edited:
   const steered = await beforeToolChain(run, tool, call, parsed.value, scope);
   if (run.superseded) throw run.superseded;
   const toolCall: ToolCall = { ...call, arguments: steered.input };
-  if (run.signal.aborted) return cancelCall(run, tool, toolCall, scope);
+  if (run.aborted) return cancelCall(run, tool, toolCall, scope);
   if (steered.blocked !== undefined) return blockCall(run, tool, toolCall, steered.blocked, scope);
   return executeCall(run, tool, toolCall, scope, DELIVERY_STEP);
 }

@@ -1,7 +1,8 @@
 import { FINISH_TOOL_NAME, type ToolDefinition } from '../define.js';
 import { agentErrorFromInfo, RunSupersededError, ToolError, type AgentError, type AgentErrorInfo } from '../errors.js';
 import type { ToolCall, ToolResultMessage } from '../messages.js';
-import type { StreamChunkInput } from '../stream.js';
+import type { AfterToolPayload } from '../hooks/types.js';
+import type { StreamChunkInput, ToolEndChunk } from '../stream.js';
 import type { PendingCall } from '../store.js';
 import { isThenable, type WriteScope } from './hook-dispatch.js';
 import { callResultRecord, type CallResultRecord, type FinishOutput } from './journal-records.js';
@@ -31,6 +32,9 @@ export interface ToolOutcome {
 export function errorResult(call: ToolCall, info: AgentErrorInfo): ToolResultMessage {
   return { role: 'tool', toolCallId: call.id, toolName: call.name, content: info.message, isError: true, errorInfo: info };
 }
+
+/** `T` with its fields writable: for an object built field by field before it is handed on. */
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** The `tool_invalid_input` error for arguments that do not match a schema. */
 export function invalidInput(toolName: string, failure: Extract<SchemaCheck, { ok: false }>): AgentErrorInfo {
@@ -116,7 +120,7 @@ async function runParallel(run: Run, regular: readonly ToolCall[], replayed: Rea
 
 async function runFinishCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
   const schema = run.setup.agent.outputSchema;
-  if (run.signal.aborted) {
+  if (run.aborted) {
     await run.appendMessage(stoppedResult(call));
     return { call, stopped: true };
   }
@@ -176,7 +180,7 @@ async function journaledCall(run: Run, tool: ToolDefinition, call: ToolCall, inp
 
 /** A call about to start: no new work once the run is stopped or superseded; a sub-agent call a process that died spawned re-attaches; else the beforeTool chain. */
 function steeredCall(run: Run, tool: ToolDefinition, call: ToolCall, input: unknown): Promise<ToolOutcome> {
-  if (run.signal.aborted || run.superseded) return stoppedCall(run, call);
+  if (run.aborted || run.superseded) return stoppedCall(run, call);
   const scope = callScope(call.id);
   return tool.subAgent ? subAgentCall(run, tool, call, input, scope) : chainedCall(run, tool, call, input, scope);
 }
@@ -202,7 +206,7 @@ async function subAgentCall(run: Run, tool: ToolDefinition, call: ToolCall, inpu
 function allowedCall(run: Run, tool: ToolDefinition, call: ToolCall, steered: BeforeToolEnd, scope: WriteScope): Promise<ToolOutcome> {
   // No new work once the run is superseded or stopped.
   if (run.superseded) return Promise.reject(run.superseded);
-  if (run.signal.aborted) return cancelCall(run, tool, { ...call, arguments: steered.input }, scope);
+  if (run.aborted) return cancelCall(run, tool, { ...call, arguments: steered.input }, scope);
   const toolCall: ToolCall = { id: call.id, name: call.name, arguments: steered.input };
   if (steered.blocked !== undefined) return blockCall(run, tool, toolCall, steered.blocked, scope);
   // Suspension boundaries: beforeTool ran; the frame is written; the run will suspend.
@@ -315,7 +319,7 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
       // The child waits (suspended, or let go at shutdown): so does the call, and the run suspends on it.
       if ('waiting' in child) return { call, stopped: false, pending: { toolCallId: call.id, toolName: tool.name, input: call.arguments, kind: 'children', children: child.waiting } };
       // A child the parent's stop ended is a call the stop cancelled.
-      if (!child.ok && run.signal.aborted) return await cancelCall(run, tool, call, scope);
+      if (!child.ok && run.aborted) return await cancelCall(run, tool, call, scope);
       return child.ok ? await checkedResult(tool, child.result) : { result: undefined, error: child.error };
     }
     if (isStubbed(run, tool)) {
@@ -332,7 +336,7 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
       return { call, stopped: false, pending: { toolCallId: call.id, toolName: tool.name, input: call.arguments, kind: 'children', children: thrown.children } };
     }
     // The stop ended this call: its result is not recorded and its writes are discarded.
-    if (run.signal.aborted) return cancelCall(run, tool, call, scope);
+    if (run.aborted) return cancelCall(run, tool, call, scope);
     // A tool that throws a tool-layer error (an MCP tool's mcp_timeout, say) keeps its code and message.
     if (ToolError.isInstance(thrown)) return { result: undefined, error: agentErrorFromInfo({ ...thrown.info, details: { tool: tool.name, ...thrown.info.details, ...attemptDetails(thrown) } }, thrown) };
     const message = thrown instanceof Error ? thrown.message : String(thrown);
@@ -348,7 +352,9 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
 function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: true): Promise<ToolOutcome>;
 function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: false): Promise<CallRun | ToolOutcome>;
 async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: boolean): Promise<CallRun | ToolOutcome> {
-  const started = run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: call.arguments, ...run.chunkBase() });
+  const s = run.setup;
+  // The run's fields written out (as on every chunk of a step): a spread of chunkBase() costs more than the rest of the literal.
+  const started = run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: call.arguments, streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() });
   if (started) await started;
   const startedAt = performance.now();
   run.books.countToolCall(tool.name);
@@ -368,17 +374,35 @@ async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
   }
   if (scope.changes.length > 0) await run.hooks.flushStateChanges(scope);
   const success = error === undefined;
-  const stub = body.stubbed === true ? { stubbed: true } : {};
-  const row = error ? { ...errorResult(call, error.info), ...stub } : { role: 'tool' as const, toolCallId: call.id, toolName: tool.name, content: result ?? null, ...stub };
-  const recording = recordResult(run, { toolCall: call, tool, result, success, blocked: false, durationMs, ...(error ? { error } : {}) }, row, scope);
+  const row: Writable<ToolResultMessage> = error ? errorResult(call, error.info) : { role: 'tool', toolCallId: call.id, toolName: tool.name, content: result ?? null };
+  if (body.stubbed === true) row.stubbed = true;
+  const payload: Writable<AfterToolPayload> = { toolCall: call, tool, result, success, blocked: false, durationMs };
+  if (error) payload.error = error;
+  const recording = recordResult(run, payload, row, scope);
   const { message, rewritten, tooLarge } = recording instanceof Promise ? await recording : recording;
   // A result too large to store is an error for the model; the call's writes stay (the tool did its work).
   const failure = error ?? tooLarge;
   const stored = failure === undefined;
-  const end: StreamChunkInput = { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: stored, durationMs, ...(failure ? { error: failure.info } : { result: rewritten ? rewritten.result : result }), ...stub, ...attemptsOf(tool, scope), ...run.chunkBase() };
+  const end = toolEnd(run, call, tool, durationMs, failure, rewritten ? rewritten.result : result);
+  finishEnd(end, body.stubbed === true, attemptsOf(tool, scope));
   const kept = stored ? finishOutput : undefined;
   if (announceNow) return announce(run, tool, call, end, stored, durationMs, kept);
-  return { record: { message, patches: run.work.patchesOf(scope.owner), seqs: run.work.seqsOf(scope.owner), success: stored, durationMs, ...(kept ? { finishOutput: kept } : {}) }, end };
+  const record: Writable<CallResultRecord> = { message, patches: run.work.patchesOf(scope.owner), seqs: run.work.seqsOf(scope.owner), success: stored, durationMs };
+  if (kept) record.finishOutput = kept;
+  return { record, end };
+}
+
+/** A tool_end chunk's optional fields: a dry run's `stubbed`, and the tries of a tool with a retry policy. */
+function finishEnd(end: Writable<Omit<ToolEndChunk, 'seq'>>, stubbed: boolean, attempts: number | undefined): void {
+  if (stubbed) end.stubbed = true;
+  if (attempts !== undefined) end.attempts = attempts;
+}
+
+/** A call's tool_end chunk: its result, or the error that replaced it ({@link finishEnd} adds the optional fields). */
+function toolEnd(run: Run, call: ToolCall, tool: ToolDefinition, durationMs: number, failure: AgentError | undefined, result: unknown): Writable<Omit<ToolEndChunk, 'seq'>> {
+  const s = run.setup;
+  if (failure) return { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: false, durationMs, error: failure.info, streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() };
+  return { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: true, durationMs, result, streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() };
 }
 
 /**

@@ -16,7 +16,7 @@ function awaitChildren(children: readonly { readonly sessionId: string; readonly
 export function toolContext(run: Run, tool: ToolDefinition, toolCallId: string, scope: WriteScope): ToolContext {
   const s = run.setup;
   const { getState, emitCustom } = run.toolFunctions;
-  return {
+  const ctx: { -readonly [K in keyof ToolContext]: ToolContext[K] } = {
     sessionId: s.sessionId,
     runId: s.runId,
     agentType: s.agent.name,
@@ -26,9 +26,6 @@ export function toolContext(run: Run, tool: ToolDefinition, toolCallId: string, 
     idempotencyKey: `${s.runId}:${run.stepCount}:${toolCallId}:${tool.name}`,
     attempt: s.epoch,
     hookContext: s.hookContext,
-    ...(s.userId === undefined ? {} : { userId: s.userId }),
-    ...(s.tags === undefined ? {} : { tags: s.tags }),
-    ...(s.metadata === undefined ? {} : { metadata: s.metadata }),
     getState,
     // Only the state write depends on the call (its writes are booked to the call's scope).
     updateState: <TState>(updater: (draft: Draft<TState>) => void) => {
@@ -37,4 +34,9 @@ export function toolContext(run: Run, tool: ToolDefinition, toolCallId: string, 
     emitCustom,
     awaitChildren,
   };
+  // Set only when the run has them (field by field: a conditional spread allocates an object of its own).
+  if (s.userId !== undefined) ctx.userId = s.userId;
+  if (s.tags !== undefined) ctx.tags = s.tags;
+  if (s.metadata !== undefined) ctx.metadata = s.metadata;
+  return ctx;
 }

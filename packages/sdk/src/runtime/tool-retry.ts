@@ -24,7 +24,7 @@ export function attemptDetails(thrown: unknown): { attempts?: number } {
 
 /** True for what ends a call by itself (a stop, a supersede, a suspension): never retried. */
 function endsTheCall(run: Run, thrown: unknown): boolean {
-  return run.signal.aborted || run.superseded !== undefined || RunSupersededError.isInstance(thrown) || thrown instanceof AwaitChildrenSignal;
+  return run.aborted || run.superseded !== undefined || RunSupersededError.isInstance(thrown) || thrown instanceof AwaitChildrenSignal;
 }
 
 function reasonOf(thrown: unknown): string {
@@ -70,7 +70,7 @@ async function retried(run: Run, tool: ToolDefinition, call: ToolCall, scope: Wr
       // A crash between two tries: the journal's start marker keeps the call from running again.
       crashPoint('before_tool_retry');
       await sleep(delayMs, run.signal);
-      if (run.signal.aborted) throw withTries(thrown, attempt);
+      if (run.aborted) throw withTries(thrown, attempt);
     }
   }
 }
@@ -82,8 +82,7 @@ function withTries(thrown: unknown, tries: number): unknown {
   return error;
 }
 
-/** `{ attempts }` for the tool_end chunk of a call of a tool with a retry policy: how many tries it made. */
-export function attemptsOf(tool: ToolDefinition, scope: WriteScope): { attempts?: number } {
-  const tries = tool.retry ? triesOfCall.get(scope) : undefined;
-  return tries === undefined ? {} : { attempts: tries };
+/** How many tries a call of a tool with a retry policy made (its tool_end chunk's `attempts`); undefined for a tool without one. */
+export function attemptsOf(tool: ToolDefinition, scope: WriteScope): number | undefined {
+  return tool.retry ? triesOfCall.get(scope) : undefined;
 }

@@ -506,17 +506,11 @@ const NO_ROWS: readonly Message[] = Object.freeze([]);
 
 /** The header after a commit: the version grows by one; the turn and counters are the commit's. */
 function nextHeader(session: SessionHeader, turn: TurnRecord | undefined, stepCount: number, messageCount: number): SessionHeader {
-  return {
-    sessionId: session.sessionId,
-    agentType: session.agentType,
-    ...(session.parentSessionId === undefined ? {} : { parentSessionId: session.parentSessionId }),
-    currentRunId: session.currentRunId,
-    turn,
-    version: session.version + 1,
-    stepCount,
-    messageCount,
-    resumeCount: session.resumeCount,
-  };
+  const { sessionId, agentType, parentSessionId, currentRunId, resumeCount } = session;
+  const version = session.version + 1;
+  // Two literals rather than a conditional spread in the middle of one (which V8 builds slowly, on every step).
+  if (parentSessionId === undefined) return { sessionId, agentType, currentRunId, turn, version, stepCount, messageCount, resumeCount };
+  return { sessionId, agentType, parentSessionId, currentRunId, turn, version, stepCount, messageCount, resumeCount };
 }
 
 /** The turn with its start committed, its input rows from `inputMessageIndex` on. */
