@@ -159,7 +159,8 @@ export class InMemoryStateStore implements StateStore, UsageStore, Prunable {
     // A run that is no longer running accepts no commit: its committed-step set is not needed any more.
     this.#steps.set(commit.runId, updated.status === 'running' ? plan.run.committedSteps : NO_STEPS);
     this.#runs.set(commit.runId, updated);
-    return { version: plan.session.version, messageCount: plan.session.messageCount, ...(checkpointId === undefined ? {} : { checkpointId }) };
+    // Two literals, not a conditional spread (which copies an object of its own on every step).
+    return checkpointId === undefined ? { version: plan.session.version, messageCount: plan.session.messageCount } : { version: plan.session.version, messageCount: plan.session.messageCount, checkpointId };
   }
 
   async renewLease(runId: string, epoch: number, leaseMs: number, now: number): Promise<RunLease> {

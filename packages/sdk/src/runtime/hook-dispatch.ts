@@ -114,11 +114,22 @@ export class HookDispatcher {
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i] as HookEntry;
       if (entry.timeoutMs !== undefined) return this.#chainFrom(point, entries, i, current, ctx, scope, interpret, onBlock);
-      const outcome = this.#invokeNow(entry, current, ctx);
-      if (outcome instanceof Promise || !outcome.ok) return this.#chainFrom(point, entries, i, current, ctx, scope, interpret, onBlock, { outcome });
-      const verdict = interpret(outcome.value, current, entry);
-      if (verdict instanceof Promise || this.#mustFlush(point, scope)) return this.#chainFrom(point, entries, i, current, ctx, scope, interpret, onBlock, { outcome, verdict: { value: verdict } });
-      this.#audit(entry, verdict?.decision ?? 'allow', outcome.durationMs, scope.callId, verdict?.reason);
+      // The handler is called here, not through #invokeNow: an answer given at once builds no Invocation.
+      const started = performance.now();
+      let value: unknown;
+      try {
+        value = (entry.handler as Handler)(current, ctx);
+      } catch (error) {
+        const outcome: Invocation = { ok: false, error: asHookError(entry.point, error), durationMs: performance.now() - started };
+        return this.#chainFrom(point, entries, i, current, ctx, scope, interpret, onBlock, { outcome });
+      }
+      if (isThenable(value)) return this.#chainFrom(point, entries, i, current, ctx, scope, interpret, onBlock, { outcome: settledInvocation(entry, value, started) });
+      const durationMs = performance.now() - started;
+      const verdict = interpret(value, current, entry);
+      if (verdict instanceof Promise || this.#mustFlush(point, scope)) {
+        return this.#chainFrom(point, entries, i, current, ctx, scope, interpret, onBlock, { outcome: { ok: true, value, durationMs }, verdict: { value: verdict } });
+      }
+      this.#audit(entry, verdict?.decision ?? 'allow', durationMs, scope.callId, verdict?.reason);
       if (verdict?.end !== undefined) return { payload: current, result: verdict.end };
       if (verdict?.payload !== undefined) current = verdict.payload;
     }
@@ -276,10 +287,7 @@ export class HookDispatcher {
       return { ok: false, error: asHookError(entry.point, error), durationMs: performance.now() - started };
     }
     if (!isThenable(value)) return { ok: true, value, durationMs: performance.now() - started };
-    return Promise.resolve(value).then(
-      (settled: unknown): Invocation => ({ ok: true, value: settled, durationMs: performance.now() - started }),
-      (error: unknown): Invocation => ({ ok: false, error: asHookError(entry.point, error), durationMs: performance.now() - started }),
-    );
+    return settledInvocation(entry, value, started);
   }
 
   /** Calls one handler, bounded by its timeout; a throw or a timeout comes back as a failed invocation. */
@@ -353,6 +361,14 @@ export class HookDispatcher {
     };
     this.#host.emitNoWait(chunk);
   }
+}
+
+/** How a handler that answered with a promise (or another thenable) went, once it settled. */
+function settledInvocation(entry: HookEntry, value: PromiseLike<unknown>, started: number): Promise<Invocation> {
+  return Promise.resolve(value).then(
+    (settled: unknown): Invocation => ({ ok: true, value: settled, durationMs: performance.now() - started }),
+    (error: unknown): Invocation => ({ ok: false, error: asHookError(entry.point, error), durationMs: performance.now() - started }),
+  );
 }
 
 function ignore(): undefined {
