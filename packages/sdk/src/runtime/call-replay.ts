@@ -67,5 +67,5 @@ export async function replayCall(run: Run, call: ToolCall, tool: ToolDefinition,
 }
 
 export function pushToolUsage(run: Run, tool: ToolDefinition, toolCallId: string, success: boolean, durationMs: number): void {
-  run.books.addUsage({ kind: 'tool', sessionId: run.setup.sessionId, runId: run.setup.runId, stepIndex: run.stepCount, toolName: tool.name, toolCallId, success, durationMs, at: Date.now() });
+  if (run.keepsUsage) run.books.addUsage({ kind: 'tool', sessionId: run.setup.sessionId, runId: run.setup.runId, stepIndex: run.stepCount, toolName: tool.name, toolCallId, success, durationMs, at: Date.now() });
 }

@@ -124,12 +124,13 @@ export class HookDispatcher {
         return this.#chainFrom(point, entries, i, current, ctx, scope, interpret, onBlock, { outcome });
       }
       if (isThenable(value)) return this.#chainFrom(point, entries, i, current, ctx, scope, interpret, onBlock, { outcome: settledInvocation(entry, value, started) });
-      const durationMs = performance.now() - started;
       const verdict = interpret(value, current, entry);
       if (verdict instanceof Promise || this.#mustFlush(point, scope)) {
-        return this.#chainFrom(point, entries, i, current, ctx, scope, interpret, onBlock, { outcome: { ok: true, value, durationMs }, verdict: { value: verdict } });
+        return this.#chainFrom(point, entries, i, current, ctx, scope, interpret, onBlock, { outcome: { ok: true, value, durationMs: performance.now() - started }, verdict: { value: verdict } });
       }
-      this.#audit(entry, verdict?.decision ?? 'allow', durationMs, scope.callId, verdict?.reason);
+      const decision = verdict?.decision ?? 'allow';
+      // The clock is read again only for a decision the audit writes (an allow is not, by default).
+      if (this.#audits(decision)) this.#audit(entry, decision, performance.now() - started, scope.callId, verdict?.reason);
       if (verdict?.end !== undefined) return { payload: current, result: verdict.end };
       if (verdict?.payload !== undefined) current = verdict.payload;
     }
@@ -343,10 +344,15 @@ export class HookDispatcher {
     throw error;
   }
 
+  /** Whether auditing covers `decision`: every invocation (`all`), every decision but an allow (`decisions`), or none (`off`). */
+  #audits(decision: HookDecision): boolean {
+    const mode = this.#auditMode;
+    return mode === 'all' || (mode === 'decisions' && decision !== 'allow');
+  }
+
   /** Writes a `hook_decision` chunk when auditing covers this decision. */
   #audit(entry: HookEntry, decision: HookDecision, durationMs: number, toolCallId?: string, reason?: string, errorInfo?: AgentErrorInfo): void {
-    const mode = this.#auditMode;
-    if (mode === 'off' || (mode === 'decisions' && decision === 'allow')) return;
+    if (!this.#audits(decision)) return;
     const chunk: StreamChunkInput = {
       type: 'hook_decision',
       hookPoint: entry.point,

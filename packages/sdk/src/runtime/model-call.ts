@@ -136,7 +136,7 @@ function attemptEnded(run: Run, result: StepResult, timeout: AbortSignal | undef
     const timeoutMs = run.setup.agent.llmConfig.timeoutMs;
     ended = { ...result, error: new AgentError('provider_timeout', `The model did not answer within ${timeoutMs} ms.`, { details: { timeoutMs } }).info };
   }
-  run.books.addUsage({ kind: 'llm', sessionId: run.setup.sessionId, runId: run.setup.runId, stepIndex: run.stepCount, attempt, model: ended.model, usage: ended.usage, success: ended.ok, durationMs, at: Date.now() });
+  if (run.keepsUsage) run.books.addUsage({ kind: 'llm', sessionId: run.setup.sessionId, runId: run.setup.runId, stepIndex: run.stepCount, attempt, model: ended.model, usage: ended.usage, success: ended.ok, durationMs, at: Date.now() });
   return ended;
 }
 
@@ -332,7 +332,7 @@ async function recordedReply(run: Run, adapter: LLMAdapter, warned: Set<string>,
   run.work.applyRecorded(outcome.value.patches, STEP_OWNER);
   const { reply } = outcome.value;
   // The dead process paid for the reply, and its usage went with the step it never committed: count it here, once.
-  run.books.addUsage({ kind: 'llm', sessionId: run.setup.sessionId, runId: run.setup.runId, stepIndex: run.stepCount, attempt: 1, model: reply.model, usage: reply.usage, success: true, durationMs: 0, at: Date.now() });
+  if (run.keepsUsage) run.books.addUsage({ kind: 'llm', sessionId: run.setup.sessionId, runId: run.setup.runId, stepIndex: run.stepCount, attempt: 1, model: reply.model, usage: reply.usage, success: true, durationMs: 0, at: Date.now() });
   await run.appendMessage(assistantMessage(reply), run.runScope, false);
   return reply;
 }

@@ -53,6 +53,11 @@ export class Run implements HookHost {
   readonly hooks: HookDispatcher;
   readonly recorder: StepRecorder;
   readonly books = new RunBooks();
+  /**
+   * Whether the run's usage entries go anywhere (it has a usage store). Without one they would be dropped
+   * at the commit, so the loop does not build them.
+   */
+  readonly keepsUsage: boolean;
   readonly guards: RunGuards;
   readonly startedAt: number;
   /** The run's abort signal (its setup's controller's, read once: the loop checks it many times a step). */
@@ -87,6 +92,7 @@ export class Run implements HookHost {
     this.guards = guardsFor(setup.agent.limits);
     this.startedAt = origin.startedAt;
     this.signal = setup.abort.signal;
+    this.keepsUsage = setup.usageStore !== undefined;
     const seen = { aborted: this.signal.aborted };
     this.#abortSeen = seen;
     if (!seen.aborted) this.signal.addEventListener('abort', () => (seen.aborted = true), { once: true });
