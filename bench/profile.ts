@@ -3,9 +3,13 @@
 // file, with garbage collection and idle time as their own rows. The figure to read is the share of each row.
 // With --alloc it runs V8's sampling heap profiler instead (objects that were collected included), and prints
 // the bytes allocated per step and the functions that allocate them: a figure a loaded machine cannot blur.
-// Run: npm run bench:profile   (options: --workload memory|sqlite-normal|sqlite-full --steps 200 --seconds 5 --top 25 --alloc --inclusive --concurrent 100
+// With --lines it prints the source lines with the most self time instead (V8's position ticks; the lines of
+// the built files under dist/, which tsc keeps close to the source).
+// Run: npm run bench:profile   (options: --workload memory|sqlite-normal|sqlite-full --steps 200 --seconds 5 --top 25 --alloc --inclusive --lines --concurrent 100
 // --checkpoint inline|background)
+import { readFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { fileURLToPath } from 'node:url';
 import type { SqliteCheckpointMode } from '@helix-agents/store-sqlite';
 import { helixBench, memoryStores, sqliteStores, type BenchStores } from './workloads.js';
 
@@ -22,6 +26,7 @@ const ALLOC = process.argv.includes('--alloc');
 // With --inclusive a function's row counts the samples in it or in anything it called (each function once a
 // sample). A resumed async function runs from the microtask queue, so its caller's row does not include it.
 const INCLUSIVE = process.argv.includes('--inclusive');
+const LINES = process.argv.includes('--lines');
 // With --concurrent C the workload is C runs at once (bench.concurrent), as the bench's concurrent variant.
 const CONCURRENT = Number(arg('concurrent', '1'));
 // Inline by default: V8's sampler interrupts the main thread with a signal every sample, which cuts SQLite's
@@ -34,6 +39,8 @@ interface ProfileNode {
   readonly id: number;
   readonly children?: readonly number[];
   readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
+  /** Self samples by line (1-based) of the function's script. */
+  readonly positionTicks?: readonly { readonly line: number; readonly ticks: number }[];
 }
 interface CpuProfile {
   readonly nodes: readonly ProfileNode[];
@@ -81,6 +88,7 @@ async function drive(): Promise<number> {
 }
 const counts = new Map<string, number>();
 let total = 0;
+let lineProfile: CpuProfile | undefined;
 if (ALLOC) {
   // Every object counts, the short-lived ones too: they are what a step's garbage is made of.
   await session.post('HeapProfiler.enable');
@@ -102,6 +110,7 @@ if (ALLOC) {
   await session.post('Profiler.start');
   runs = await drive();
   const { profile } = (await session.post('Profiler.stop')) as { profile: CpuProfile };
+  lineProfile = profile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parentOf = new Map<number, number>();
   for (const n of profile.nodes) for (const child of n.children ?? []) parentOf.set(child, n.id);
@@ -109,6 +118,7 @@ if (ALLOC) {
     const node = byId.get(id);
     if (!node) continue;
     total++;
+    if (LINES) continue;
     if (!INCLUSIVE) {
       const key = label(node);
       counts.set(key, (counts.get(key) ?? 0) + 1);
@@ -122,12 +132,31 @@ if (ALLOC) {
 session.disconnect();
 stores.close();
 
+/** The text of line `line` (1-based) of the script at `url`, trimmed and cut to 110 characters. */
+function sourceLine(url: string, line: number): string {
+  try {
+    const text = readFileSync(fileURLToPath(url), 'utf8').split('\n')[line - 1] ?? '';
+    return text.trim().slice(0, 110);
+  } catch {
+    return '';
+  }
+}
+
+if (LINES && lineProfile) {
+  for (const node of lineProfile.nodes) {
+    for (const { line, ticks } of node.positionTicks ?? []) {
+      const key = `${label(node)}:${line}  ${node.callFrame.url.startsWith('file:') ? sourceLine(node.callFrame.url, line) : ''}`;
+      counts.set(key, (counts.get(key) ?? 0) + ticks);
+    }
+  }
+}
+
 const steps = runs * STEPS;
 const rows = [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, TOP);
 if (ALLOC) {
   process.stdout.write(`${WORKLOAD}, N=${STEPS}: ${runs} runs (${steps} steps); ${(total / steps / 1024).toFixed(1)} KB allocated per step (sampled); by function\n`);
   for (const [key, bytes] of rows) process.stdout.write(`${((bytes / total) * 100).toFixed(1).padStart(5)}%  ${(bytes / steps).toFixed(0).padStart(6)} B/step  ${key}\n`);
 } else {
-  process.stdout.write(`${WORKLOAD}, N=${STEPS}: ${runs} runs (${steps} steps) in ${SECONDS} s, ${total} samples; ${INCLUSIVE ? 'inclusive' : 'self'} time by function\n`);
+  process.stdout.write(`${WORKLOAD}, N=${STEPS}: ${runs} runs (${steps} steps) in ${SECONDS} s, ${total} samples; ${LINES ? 'self time by line' : INCLUSIVE ? 'inclusive time by function' : 'self time by function'}\n`);
   for (const [key, count] of rows) process.stdout.write(`${((count / total) * 100).toFixed(1).padStart(5)}%  ${key}\n`);
 }

@@ -154,7 +154,12 @@ export class InMemoryStateStore implements StateStore, UsageStore, Prunable {
     }
     if (commit.usage) for (const entry of commit.usage) this.#usage.push(entry);
     const journal = this.#journals.get(commit.runId);
-    if (journal && plan.dropJournal) this.#journals.set(commit.runId, keptJournal(journal, plan.dropJournal).slice());
+    if (journal && plan.dropJournal) {
+      // An emptied journal goes from the map: later commits of the run then find none to filter.
+      const kept = keptJournal(journal, plan.dropJournal);
+      if (kept.length === 0) this.#journals.delete(commit.runId);
+      else this.#journals.set(commit.runId, kept.slice());
+    }
     const updated = applyRunChange(record!, plan.run, plan.runPatch);
     // A run that is no longer running accepts no commit: its committed-step set is not needed any more.
     this.#steps.set(commit.runId, updated.status === 'running' ? plan.run.committedSteps : NO_STEPS);

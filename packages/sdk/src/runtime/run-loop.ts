@@ -66,8 +66,8 @@ async function step(run: Run, adapter: LLMAdapter, warned: Set<string>, progress
   }
   if (reply.toolCalls.length === 0 && ending === undefined) await run.appendMessage({ role: 'user', content: empty ? NUDGE_EMPTY : NUDGE_FINISH });
   if (run.aborted) stopAfterTools(run, outcomes);
-  const pending = outcomes.flatMap((o) => (o.pending ? [o.pending] : []));
-  if (pending.length > 0) return { suspend: pending };
+  const pending = pendingCalls(outcomes);
+  if (pending) return { suspend: pending };
   // The exit hooks may keep the run going; the step is committed either way.
   if (ending?.kind === 'complete' && ending.exitReason !== 'max_steps' && run.hooks.has('onExit') && (await exitHooksContinue(run, ending.output, ending.exitReason))) ending = undefined;
   crashPoint('before_k3');
@@ -92,6 +92,13 @@ async function toolStep(run: Run, calls: readonly ToolCall[]): Promise<ToolOutco
     if (completed) await completed;
   }
   return outcomes;
+}
+
+/** The step's calls that wait (an approval, a client tool, children), or undefined when none does. */
+function pendingCalls(outcomes: readonly ToolOutcome[]): PendingCall[] | undefined {
+  let pending: PendingCall[] | undefined;
+  for (const outcome of outcomes) if (outcome.pending) (pending ??= []).push(outcome.pending);
+  return pending;
 }
 
 /** A call as actions_requested lists it. */
