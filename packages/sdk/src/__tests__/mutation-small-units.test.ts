@@ -168,6 +168,12 @@ describe('unserializable and jsonLength', () => {
     const shared = { v: 1 };
     expect(unserializable({ a: shared, b: [shared, shared] })).toBeUndefined();
     expect(unserializable({ ok: 1, bad: [1n], worse: () => 0 })).toBe('a BigInt at $.bad.0');
+    // A value that is not an object is decided without a walk.
+    expect(unserializable(5n)).toBe('a BigInt at $');
+    expect(unserializable(() => 1)).toBe('a function at $');
+    expect(unserializable(Symbol('s'))).toBe('a symbol at $');
+    for (const fine of [0, 'x', true, null, undefined]) expect(unserializable(fine)).toBeUndefined();
+    expect(unserializable([[], [{ deep: [[1, { x: [() => 0] }]] }]])).toBe('a function at $.1.0.deep.0.1.x.0');
   });
 
   it('jsonLength is the JSON length, 0 for what JSON leaves out', () => {

@@ -3,24 +3,42 @@
  * undefined when it can. Shared references that are not cycles are fine.
  */
 export function unserializable(value: unknown): string | undefined {
-  return walk(value, new Set(), '$');
+  // A scalar needs no walk (and no set of ancestors).
+  const scalar = scalarProblem(value);
+  if (scalar !== undefined || typeof value !== 'object' || value === null) return scalar === undefined ? undefined : `${scalar} at $`;
+  const found = walk(value, new Set());
+  return found === undefined ? undefined : `${found.what} at ${['$', ...found.path.reverse()].join('.')}`;
 }
 
-function walk(value: unknown, ancestors: Set<object>, path: string): string | undefined {
+/** What makes a value that is not an object unserializable, or undefined. */
+function scalarProblem(value: unknown): string | undefined {
   const kind = typeof value;
-  if (kind === 'bigint') return `a BigInt at ${path}`;
-  if (kind === 'function') return `a function at ${path}`;
-  if (kind === 'symbol') return `a symbol at ${path}`;
-  if (kind !== 'object' || value === null) return undefined;
+  if (kind === 'bigint') return 'a BigInt';
+  if (kind === 'function') return 'a function';
+  if (kind === 'symbol') return 'a symbol';
+  return undefined;
+}
+
+/** The first problem under `value`, with the keys leading to it innermost first (the path is built only for a problem). */
+function walk(value: unknown, ancestors: Set<object>): { readonly what: string; readonly path: string[] } | undefined {
+  const scalar = scalarProblem(value);
+  if (scalar !== undefined) return { what: scalar, path: [] };
+  if (typeof value !== 'object' || value === null) return undefined;
   const object = value as object;
-  if (ancestors.has(object)) return `a circular reference at ${path}`;
+  if (ancestors.has(object)) return { what: 'a circular reference', path: [] };
   if (typeof (object as { toJSON?: unknown }).toJSON === 'function') return undefined;
   ancestors.add(object);
   try {
-    const entries = Array.isArray(object) ? object.map((v, i) => [String(i), v] as const) : Object.entries(object);
-    for (const [key, child] of entries) {
-      const problem = walk(child, ancestors, `${path}.${key}`);
-      if (problem !== undefined) return problem;
+    if (Array.isArray(object)) {
+      for (let i = 0; i < object.length; i++) {
+        const problem = walk(object[i], ancestors);
+        if (problem !== undefined) return (problem.path.push(String(i)), problem);
+      }
+      return undefined;
+    }
+    for (const key of Object.keys(object)) {
+      const problem = walk((object as Record<string, unknown>)[key], ancestors);
+      if (problem !== undefined) return (problem.path.push(key), problem);
     }
     return undefined;
   } finally {
