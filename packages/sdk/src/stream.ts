@@ -236,8 +236,11 @@ export type StreamChunkType = StreamChunk['type'];
 /** A chunk as written: the stream manager assigns `seq`. */
 export type StreamChunkInput = StreamChunk extends infer C ? (C extends StreamChunk ? Omit<C, 'seq'> : never) : never;
 
-/** True for the chunks that end a run's part of the stream (a suspended run's ends with `suspended`). */
-export function isTerminalChunk(chunk: StreamChunk): chunk is EndChunk | ErrorChunk | SuspendedChunk {
+/**
+ * True for the chunks that end a run's part of the stream (a suspended run's ends with `suspended`): a
+ * stored chunk, or one about to be written.
+ */
+export function isTerminalChunk<C extends StreamChunk | StreamChunkInput>(chunk: C): chunk is Extract<C, { readonly type: 'end' | 'error' | 'suspended' }> {
   return chunk.type === 'end' || chunk.type === 'error' || chunk.type === 'suspended';
 }
 

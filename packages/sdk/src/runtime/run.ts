@@ -3,7 +3,7 @@ import type { ToolContext } from '../define.js';
 import type { Draft, StateChangeSource } from '../hooks/types.js';
 import type { Message } from '../messages.js';
 import type { Commit, RunStatus } from '../store.js';
-import type { StreamChunkInput } from '../stream.js';
+import { isTerminalChunk, type StreamChunkInput } from '../stream.js';
 import type { UsageEntry, UsageStore } from '../usage.js';
 import type { ChunkFields, HookHost } from './hook-context.js';
 import { HookDispatcher, type WriteScope } from './hook-dispatch.js';
@@ -21,7 +21,6 @@ export const RUN_OWNER = 'run';
 export const STEP_OWNER = 'step';
 
 /** The chunk types that end a run's part of the stream: written and waited for, never queued. */
-const TERMINAL_TYPES: ReadonlySet<string> = new Set(['end', 'error', 'suspended']);
 
 /** A write scope for a tool call (its writes are kept on a stop only if its result is recorded). */
 export function callScope(callId: string): WriteScope {
@@ -289,7 +288,7 @@ export class Run implements HookHost {
    */
   emit(chunk: StreamChunkInput): void | Promise<unknown> {
     const writer = this.setup.writer;
-    if (writer.queue !== undefined && !TERMINAL_TYPES.has(chunk.type)) {
+    if (writer.queue !== undefined && !isTerminalChunk(chunk)) {
       writer.queue(chunk);
       return undefined;
     }

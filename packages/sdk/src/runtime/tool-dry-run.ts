@@ -19,7 +19,7 @@ export function dryRunStub(toolName: string): DryRunStub {
 
 /** True when this run answers `tool` without running it: a dry run, and a `sideEffects: true` tool (sub-agent tools run their child). */
 export function isStubbed(run: Run, tool: ToolDefinition): boolean {
-  return run.setup.dryRun === true && tool.sideEffects && tool.subAgent === undefined;
+  return tool.sideEffects === true && tool.subAgent === undefined && run.setup.dryRun === true;
 }
 
 /**
