@@ -129,6 +129,38 @@ describe('SQLite schema and migrations', () => {
     }
   });
 
+  it('migration 5 on a version-4 file: its batch rows (chunks stored whole) read as before, the chunks written after them are packed, and the stream goes on in order', async () => {
+    const path = temp.path();
+    const raw = new BetterSqlite3(path);
+    raw.pragma('journal_mode = WAL');
+    migrateSqlite(raw, SQLITE_MIGRATIONS.slice(0, 4));
+    const whole = (seq: number, text: string) => ({ type: 'text_delta', stepIndex: 0, delta: text, streamId: 'st', agentId: 'st', agentType: 'a', runId: 'r1', timestamp: seq }) as const;
+    raw.prepare("INSERT INTO stream_owners (stream_id, run_id, next_seq) VALUES ('st', 'r1', 0)").run();
+    // The version-4 format: one row of whole chunks, keyed sk * 2^32 + its last seq.
+    raw.prepare("INSERT INTO stream_batches (key, first_seq, run_id, bodies) SELECT sk * 4294967296 + 1, 0, 'r1', ? FROM stream_owners WHERE stream_id = 'st'").run(JSON.stringify([whole(0, 'a'), whole(1, 'b')]));
+    raw.close();
+    const stores = openSqliteStores({ path });
+    try {
+      expect(stores.database.appliedMigrations).toEqual([5]);
+      const read = async (): Promise<unknown[]> => {
+        const out: unknown[] = [];
+        for await (const c of stores.streamManager.read('st', { follow: false })) out.push(c);
+        return out;
+      };
+      expect(await read()).toEqual([0, 1].map((seq) => ({ ...whole(seq, seq === 0 ? 'a' : 'b'), seq })));
+      const writer = await stores.streamManager.claim('st', 'r1');
+      expect(writer.startSeq).toBe(2);
+      expect(await writer.write(whole(2, 'c'))).toBe(true);
+      expect(await read()).toEqual(['a', 'b', 'c'].map((delta, seq) => ({ ...whole(seq, delta), seq })));
+      const rows = handleOf(stores.database).prepare('SELECT bodies, shared FROM stream_batches ORDER BY key').all() as { bodies: string; shared: string | null }[];
+      expect(rows[0]!.shared).toBeNull();
+      expect(JSON.parse(rows[1]!.shared!)).toEqual({ streamId: 'st', agentId: 'st', agentType: 'a', runId: 'r1' });
+      expect(rows[1]!.bodies).not.toContain('"runId"');
+    } finally {
+      stores.close();
+    }
+  });
+
   it('migration 4 moves the chunks of a version-3 database into stream_batches: same seqs and bodies, and the next chunk follows them', async () => {
     const path = temp.path();
     const raw = new BetterSqlite3(path);
@@ -142,7 +174,7 @@ describe('SQLite schema and migrations', () => {
     raw.close();
     const stores = openSqliteStores({ path });
     try {
-      expect(stores.database.appliedMigrations).toEqual([4]);
+      expect(stores.database.appliedMigrations).toEqual([4, 5]);
       const read = async (): Promise<{ seq: number; delta?: string }[]> => {
         const out: { seq: number; delta?: string }[] = [];
         for await (const c of stores.streamManager.read('st', { follow: false })) out.push(c as { seq: number; delta?: string });
@@ -198,13 +230,13 @@ describe('SQLite schema and migrations', () => {
       DROP TABLE stream_owners;
       ALTER TABLE stream_owners_3 RENAME TO stream_owners;
       CREATE INDEX commits_checkpoints ON commits (sid, version) WHERE checkpoint IS NOT NULL;
-      DELETE FROM helix_migrations WHERE version = 4;
+      DELETE FROM helix_migrations WHERE version >= 4;
     `);
     expect(raw.prepare('SELECT count(*) FROM messages').pluck().get()).toBe(5);
     raw.close();
     const stores = openSqliteStores({ path });
     try {
-      expect(stores.database.appliedMigrations).toEqual([4]);
+      expect(stores.database.appliedMigrations).toEqual([4, 5]);
       expect((await stores.stateStore.loadSession('s1'))?.messages).toEqual(conversation);
       expect((await stores.stateStore.loadCheckpoint('s1', step0.checkpointId!))?.messages).toEqual(conversation.slice(0, 3));
       expect((await stores.stateStore.loadCheckpoint('s1', turnStart.checkpointId!))?.messages).toEqual(conversation.slice(0, 1));

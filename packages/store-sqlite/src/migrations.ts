@@ -170,6 +170,15 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       DROP INDEX commits_checkpoints;
     `,
   },
+  {
+    version: 5,
+    name: 'batch rows hold their run fields once',
+    // `stream_batches.shared` holds, once for a row, the run fields its chunks all repeated (streamId,
+    // agentId, agentType, runId; see packing.ts); the rows written before keep their format (shared NULL).
+    sql: `
+      ALTER TABLE stream_batches ADD COLUMN shared TEXT;
+    `,
+  },
 ];
 
 /** The schema version this code writes: the last migration's. */

@@ -4,6 +4,7 @@ import { resolveRetention } from '@helix-agents/sdk/store';
 import type { Prunable, PruneReport, RetentionPolicy, StreamChunkInput, StreamWriter } from '@helix-agents/sdk/store';
 import type { SqliteDatabase } from './database.js';
 import { deferred, handleOf, immediate, joinWrites } from './database.js';
+import { batchColumns, INT, packChunk, SharedFields, unpackChunks, type PackedChunk } from './packing.js';
 
 /** Options of {@link SqliteStreamManager}. */
 export interface SqliteStreamManagerOptions {
@@ -30,11 +31,12 @@ export interface SqliteStreamManagerOptions {
 /** How many chunks one prune transaction deletes at most (the write lock is let go in between). */
 const PRUNE_BATCH = 2_000;
 
-/** A row of `stream_batches`: the chunks `first_seq`, `first_seq + 1`, ... of one run, as a JSON array. */
+/** A row of `stream_batches`: the chunks `first_seq`, `first_seq + 1`, ... of one run, as a JSON array (see `batchColumns`). */
 interface BatchRow {
   first_seq: number;
   run_id: string;
   bodies: string;
+  shared: string | null;
 }
 
 /** Who learns how a write went: the writer of a queued chunk, or the promise of a written one. */
@@ -46,7 +48,7 @@ interface WriteOutcome {
 interface PendingWrite {
   readonly streamId: string;
   readonly runId: string;
-  readonly body: string;
+  readonly chunk: PackedChunk;
   readonly outcome: WriteOutcome;
 }
 
@@ -57,6 +59,8 @@ interface PendingWrite {
 class WriterState implements WriteOutcome {
   lost = false;
   failure: unknown = undefined;
+  /** The run fields of the chunks it packs (the same for all of them, as a rule). */
+  readonly fields = new SharedFields();
 
   done(written: boolean): void {
     if (!written) this.lost = true;
@@ -129,15 +133,17 @@ export class SqliteStreamManager implements StreamManager, Prunable {
     // now, or the owner's last chunk is its end or error. A suspended owner, and a running one, keep theirs.
     // Before anything goes, each stream's claim records the seq after its last chunk, so that the seqs of
     // pruned chunks are never given out again.
+    // The last chunk of a batch is its last element, or in a packed row possibly a one-element array holding it.
+    const lastOf = (batch: string, field: string): string => `coalesce(json_extract(${batch}.bodies, '$[#-1].${field}'), json_extract(${batch}.bodies, '$[#-1][0].${field}'))`;
     const lastKey = `(SELECT max(b.key) FROM stream_batches b WHERE b.key >= stream_owners.sk * ${SPAN} AND b.key < (stream_owners.sk + 1) * ${SPAN})`;
     const keepSeqs = db.prepare(`UPDATE stream_owners SET next_seq = ${lastKey} - sk * ${SPAN} + 1 WHERE next_seq <= ${lastKey} - sk * ${SPAN}`);
     const pruneBatches = db.prepare<[number]>(
       `DELETE FROM stream_batches WHERE key IN (
          SELECT c.key FROM stream_batches c JOIN stream_owners o ON o.sk = c.key / ${SPAN}
-         WHERE json_extract(c.bodies, '$[#-1].timestamp') <= ?
+         WHERE ${lastOf('c', 'timestamp')} <= ?
            AND (c.run_id <> o.run_id OR EXISTS (
              SELECT 1 FROM stream_batches t WHERE t.key = o.sk * ${SPAN} + o.next_seq - 1 AND t.run_id = o.run_id
-               AND json_extract(t.bodies, '$[#-1].type') IN ('end', 'error')))
+               AND ${lastOf('t', 'type')} IN ('end', 'error')))
          LIMIT ${PRUNE_BATCH})`,
     );
     this.#pruneBatch = immediate(db, (cutoff: number) => {
@@ -154,11 +160,11 @@ export class SqliteStreamManager implements StreamManager, Prunable {
     );
     const lastSeq = db.prepare<[string], number | null>(`SELECT ${lastSeqOf} FROM stream_owners o WHERE o.stream_id = ?`).pluck();
     const ownerId = db.prepare<[string], string>('SELECT run_id FROM stream_owners WHERE stream_id = ?').pluck();
-    const insertBatch = db.prepare<[number, number, number, string, string]>(
-      `INSERT INTO stream_batches (key, first_seq, run_id, bodies) VALUES (? * ${SPAN} + ?, ?, ?, ?)`,
+    const insertBatch = db.prepare<[number, number, number, string, string, string | null]>(
+      `INSERT INTO stream_batches (key, first_seq, run_id, bodies, shared) VALUES (${INT} * ${SPAN} + ${INT}, ?, ?, ?, ?)`,
     );
     const page = db.prepare<[number, string, number], BatchRow>(
-      `SELECT b.first_seq, b.run_id, b.bodies FROM stream_owners o JOIN stream_batches b ON b.key >= o.sk * ${SPAN} + ? AND b.key < (o.sk + 1) * ${SPAN}
+      `SELECT b.first_seq, b.run_id, b.bodies, b.shared FROM stream_owners o JOIN stream_batches b ON b.key >= o.sk * ${SPAN} + ${INT} AND b.key < (o.sk + 1) * ${SPAN}
        WHERE o.stream_id = ? ORDER BY b.key LIMIT ?`,
     );
     /** The seq the stream's next chunk gets: after its last stored chunk, and never below its claim's record. */
@@ -169,7 +175,7 @@ export class SqliteStreamManager implements StreamManager, Prunable {
     });
     // The chunks a transaction accepts for one stream go in one row (one B-tree append, not one per chunk).
     const writeRows = (batch: readonly PendingWrite[]): boolean[] => {
-      const streams = new Map<string, { sk: number; runId: string; first: number; bodies: string[] } | null>();
+      const streams = new Map<string, { sk: number; runId: string; first: number; bodies: PackedChunk[] } | null>();
       const results: boolean[] = [];
       for (const write of batch) {
         let stream = streams.get(write.streamId);
@@ -182,15 +188,15 @@ export class SqliteStreamManager implements StreamManager, Prunable {
           results.push(false);
           continue;
         }
-        stream.bodies.push(write.body);
+        stream.bodies.push(write.chunk);
         results.push(true);
       }
       for (const stream of streams.values()) {
         if (!stream || stream.bodies.length === 0) continue;
         const last = stream.first + stream.bodies.length - 1;
         if (last >= SPAN) throw new AgentError('stream_closed', `A stream holds at most ${SPAN} chunks.`);
-        const bodies = stream.bodies.length === 1 ? `[${stream.bodies[0]!}]` : `[${stream.bodies.join(',')}]`;
-        insertBatch.run(stream.sk, last, stream.first, stream.runId, bodies);
+        const { bodies, shared } = batchColumns(stream.bodies);
+        insertBatch.run(stream.sk, last, stream.first, stream.runId, bodies, shared);
       }
       return results;
     };
@@ -242,16 +248,16 @@ export class SqliteStreamManager implements StreamManager, Prunable {
       write: async (chunk: StreamChunkInput) => {
         if (state.failure !== undefined) throw state.failure;
         if (!owns()) return false;
-        const written = await this.#enqueue(streamId, runId, JSON.stringify(chunk));
+        const written = await this.#enqueue(streamId, runId, packChunk(chunk, state.fields));
         if (!written) state.lost = true;
         return written;
       },
       queue: (chunk: StreamChunkInput) => {
         if (state.failure !== undefined) throw state.failure;
         if (!owns()) return;
-        const body = JSON.stringify(chunk);
+        const packed = packChunk(chunk, state.fields);
         if (this.#pending.length === 0) this.#pendingSince = performance.now();
-        this.#pending.push({ streamId, runId, body, outcome: state });
+        this.#pending.push({ streamId, runId, chunk: packed, outcome: state });
         this.#timer ??= setTimeout(this.#onTimer, this.#flushIntervalMs);
       },
     };
@@ -296,7 +302,7 @@ export class SqliteStreamManager implements StreamManager, Prunable {
       this.#flush();
       const { owner, rows } = this.#readPage(streamId, seq);
       for (const row of rows) {
-        const chunks = JSON.parse(row.bodies) as StreamChunkInput[];
+        const chunks = unpackChunks(row.bodies, row.shared);
         for (let i = 0; i < chunks.length; i++) {
           const at = row.first_seq + i;
           if (at < seq) continue;
@@ -315,9 +321,9 @@ export class SqliteStreamManager implements StreamManager, Prunable {
     }
   }
 
-  #enqueue(streamId: string, runId: string, body: string): Promise<boolean> {
+  #enqueue(streamId: string, runId: string, chunk: PackedChunk): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
-      this.#pending.push({ streamId, runId, body, outcome: { done: resolve, fail: reject } });
+      this.#pending.push({ streamId, runId, chunk, outcome: { done: resolve, fail: reject } });
       if (!this.#flushScheduled) {
         this.#flushScheduled = true;
         queueMicrotask(() => this.#flush());
