@@ -33,12 +33,20 @@ export interface HookHost {
 }
 
 /**
- * The HookContext of one hook point invocation. Building one writes four fields: the run's own fields
- * (sessionId, runId, agentType, ...) are accessors that read the run's setup, which does not change while
- * the run lives, and stepCount and state read the live run. `toJSON()` gives every field as a plain object.
+ * The HookContext of one hook point invocation. Building one writes four fields (and the run's optional
+ * attribution, when it has any): the run's required fields (sessionId, runId, agentType, streamId, attempt)
+ * are accessors that read the run's setup, which does not change while the run lives, and stepCount and
+ * state read the live run. `toJSON()` gives every field as a plain object.
  */
 export class HookCallContext implements HookContext<unknown, unknown> {
   declare readonly hookPoint: HookPoint;
+  // The optional fields are own properties, set only when the run has them (an optional field is absent, not
+  // undefined); the run's required fields are accessors below.
+  declare readonly parentSessionId?: string;
+  declare readonly parentToolCallId?: string;
+  declare readonly userId?: string;
+  declare readonly tags?: readonly string[];
+  declare readonly metadata?: Readonly<Record<string, string>>;
   // Not #private: keeps the object cheap to build on every invocation.
   declare private readonly host: HookHost;
   declare private readonly scope: WriteScope;
@@ -50,6 +58,12 @@ export class HookCallContext implements HookContext<unknown, unknown> {
     this.host = host;
     this.scope = scope;
     this.step = host.stepCount;
+    const s = host.setup;
+    if (s.parentSessionId !== undefined) this.parentSessionId = s.parentSessionId;
+    if (s.parentToolCallId !== undefined) this.parentToolCallId = s.parentToolCallId;
+    if (s.userId !== undefined) this.userId = s.userId;
+    if (s.tags !== undefined) this.tags = s.tags;
+    if (s.metadata !== undefined) this.metadata = s.metadata;
   }
 
   get sessionId(): string {
@@ -66,26 +80,6 @@ export class HookCallContext implements HookContext<unknown, unknown> {
 
   get streamId(): string {
     return this.host.setup.streamId;
-  }
-
-  get parentSessionId(): string | undefined {
-    return this.host.setup.parentSessionId;
-  }
-
-  get parentToolCallId(): string | undefined {
-    return this.host.setup.parentToolCallId;
-  }
-
-  get userId(): string | undefined {
-    return this.host.setup.userId;
-  }
-
-  get tags(): readonly string[] | undefined {
-    return this.host.setup.tags;
-  }
-
-  get metadata(): Readonly<Record<string, string>> | undefined {
-    return this.host.setup.metadata;
   }
 
   /** `runId:step:toolCallId-or-dash:hookPoint`, the same for every retry of the same invocation. */
