@@ -34,7 +34,7 @@ export interface HookHost {
 
 /**
  * The HookContext of one hook point invocation. Building one writes four fields (and the run's optional
- * attribution, when it has any): the run's required fields (sessionId, runId, agentType, streamId, attempt)
+ * attribution, when it has some): the run's required fields (sessionId, runId, agentType, streamId, attempt)
  * are accessors that read the run's setup, which does not change while the run lives, and stepCount and
  * state read the live run. `toJSON()` gives every field as a plain object.
  */
