@@ -1,12 +1,5 @@
 import type { StreamChunkInput } from '@helix-agents/sdk/store';
 
-/**
- * An integer parameter in key arithmetic. better-sqlite3 binds every JS number as a REAL, and REAL
- * arithmetic rounds past 2^53: `? * 2^32 + ?` would merge neighbouring keys of a big sid, so the parameter
- * is made an INTEGER first (exact, as the numbers bound are below 2^53).
- */
-export const INT = 'CAST(? AS INTEGER)';
-
 /** A plain object without a toJSON of its own: its JSON is its own enumerable fields, so they can be split. */
 function isPlainRecord(value: object): boolean {
   const proto = Object.getPrototypeOf(value) as unknown;

@@ -4,7 +4,7 @@ import { resolveRetention } from '@helix-agents/sdk/store';
 import type { Prunable, PruneReport, RetentionPolicy, StreamChunkInput, StreamWriter } from '@helix-agents/sdk/store';
 import type { SqliteDatabase } from './database.js';
 import { deferred, handleOf, immediate, joinWrites } from './database.js';
-import { batchColumns, INT, packChunk, SharedFields, unpackChunks, type PackedChunk } from './packing.js';
+import { batchColumns, packChunk, SharedFields, unpackChunks, type PackedChunk } from './packing.js';
 
 /** Options of {@link SqliteStreamManager}. */
 export interface SqliteStreamManagerOptions {
@@ -73,6 +73,13 @@ class WriterState implements WriteOutcome {
 
 /** The seqs of one stream in `stream_batches`' keys: a stream's rows are keys [sk * SPAN, (sk + 1) * SPAN). */
 const SPAN = 4_294_967_296;
+
+/**
+ * An integer parameter in key arithmetic. better-sqlite3 binds every JS number as a REAL, and REAL arithmetic
+ * rounds past 2^53: `? * SPAN + ?` would merge neighbouring keys of a stream whose key is that large, so the
+ * parameter is made an INTEGER first (exact, as the numbers bound are below 2^53).
+ */
+const INT = 'CAST(? AS INTEGER)';
 
 /** How many rows (each the chunks one transaction wrote to the stream) a reader fetches per query. */
 const PAGE = 100;

@@ -139,11 +139,6 @@ export class HookCallContext implements HookContext<unknown, unknown> {
       runId: this.runId,
       agentType: this.agentType,
       streamId: this.streamId,
-      parentSessionId: this.parentSessionId,
-      parentToolCallId: this.parentToolCallId,
-      userId: this.userId,
-      tags: this.tags,
-      metadata: this.metadata,
       idempotencyKey: this.idempotencyKey,
       attempt: this.attempt,
       hookPoint: this.hookPoint,
@@ -151,7 +146,7 @@ export class HookCallContext implements HookContext<unknown, unknown> {
       tokenUsage: this.tokenUsage,
       toolCallCounts: this.toolCallCounts,
     };
-    // The fields a signal hook's context carries besides (onAgentResumed's decisions, ...) are its own.
+    // The own fields: the run's attribution it has, and a signal hook's fields (onAgentResumed's decisions, ...).
     for (const key of Object.keys(this)) if (key !== 'host' && key !== 'scope' && key !== 'step') fields[key] = (this as unknown as Record<string, unknown>)[key];
     return fields;
   }

@@ -12,6 +12,7 @@ import { STEP_OWNER, type Run } from './run.js';
 import { sleep } from './sleep.js';
 import { streamCallbacks, type StreamCallbacks } from './stream-hooks.js';
 import { firstTripped } from './stop-conditions.js';
+import type { Writable } from '../writable.js';
 
 const DEFAULT_ATTEMPTS = 3;
 const DEFAULT_INITIAL_DELAY_MS = 500;
@@ -114,9 +115,8 @@ function beginAttempt(run: Run, attempt: number, scope: WriteScope): ModelReques
 
 /** The step_start chunk of an attempt; the request once it is written (at once when it was queued). */
 function announceAttempt(run: Run, attempt: number, request: ModelRequest): ModelRequest | Promise<ModelRequest> {
-  const s = run.setup;
-  // The run's fields written out (as on every chunk of a step): a spread of chunkBase() costs more than the rest of the literal.
-  const started = run.emit({ type: 'step_start', stepIndex: run.stepCount, attempt, streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() });
+  const f = run.chunkFields;
+  const started = run.emit({ type: 'step_start', stepIndex: run.stepCount, attempt, streamId: f.streamId, agentId: f.agentId, agentType: f.agentType, runId: f.runId, timestamp: Date.now() });
   return started ? started.then(() => request) : request;
 }
 
@@ -171,7 +171,7 @@ function afterLLMCall(run: Run, report: AttemptReport, scope: WriteScope, budget
   if (run.hooks.has('afterLLMCall')) {
     const { result, plan, durationMs, attempt, onErrorFailure } = report;
     // Built field by field: a conditional spread allocates and copies an object of its own.
-    const payload: { -readonly [K in keyof AfterLLMCallPayload]: AfterLLMCallPayload[K] } = { result, plan, durationMs, model: result.model, attempt };
+    const payload: Writable<AfterLLMCallPayload> = { result, plan, durationMs, model: result.model, attempt };
     if (result.usage !== undefined) payload.usage = result.usage;
     if (!result.ok) payload.error = result.error;
     if (onErrorFailure) payload.onErrorFailure = onErrorFailure;
@@ -339,7 +339,7 @@ async function recordedReply(run: Run, adapter: LLMAdapter, warned: Set<string>,
 
 function assistantMessage(reply: StepSuccess): AssistantMessage {
   // Built field by field: a conditional spread allocates and copies an object of its own.
-  const message: { -readonly [K in keyof AssistantMessage]: AssistantMessage[K] } = { role: 'assistant', content: reply.text };
+  const message: Writable<AssistantMessage> = { role: 'assistant', content: reply.text };
   if (reply.toolCalls.length > 0) message.toolCalls = reply.toolCalls;
   if (reply.reasoning !== undefined) message.reasoning = reply.reasoning;
   return message;

@@ -12,7 +12,9 @@ import { finish, fail, handOffSelf, ownSupersede, stopAfterTools, StopWithRecord
 import { openRun, type Progress, type RunStart } from './run-start.js';
 import { scopeOf, STEP_OWNER, type Run } from './run.js';
 import { firstTripped } from './stop-conditions.js';
-import { runToolCalls, type ToolOutcome } from './tool-calls.js';
+import { pendingCalls, runToolCalls, type ToolOutcome } from './tool-calls.js';
+import type { ActionsCompletedChunk, ActionsRequestedChunk } from '../stream.js';
+import type { Writable } from '../writable.js';
 
 const NO_ROWS: readonly Message[] = Object.freeze([]);
 const NUDGE_EMPTY = 'Your last reply was empty. Continue the task: call a tool, or answer.';
@@ -71,7 +73,7 @@ async function step(run: Run, adapter: LLMAdapter, warned: Set<string>, progress
   // The exit hooks may keep the run going; the step is committed either way.
   if (ending?.kind === 'complete' && ending.exitReason !== 'max_steps' && run.hooks.has('onExit') && (await exitHooksContinue(run, ending.output, ending.exitReason))) ending = undefined;
   crashPoint('before_k3');
-  await run.commit(ending?.kind === 'complete' ? { kind: 'step', stepIndex: run.stepCount, checkpoint: 'step', output: ending.output } : { kind: 'step', stepIndex: run.stepCount, checkpoint: 'step' });
+  await run.commit({ kind: 'step', stepIndex: run.stepCount, checkpoint: 'step', output: ending?.kind === 'complete' ? ending.output : undefined });
   run.stepDone();
   progress.keep = 'current';
   crashPoint('after_k3');
@@ -81,38 +83,33 @@ async function step(run: Run, adapter: LLMAdapter, warned: Set<string>, progress
 /** The step's calls: the actions_requested envelope, the calls, then actions_completed (unless stopped). */
 async function toolStep(run: Run, calls: readonly ToolCall[]): Promise<ToolOutcome[]> {
   const stepIndex = run.stepCount;
-  const s = run.setup;
-  // The run's fields written out (as on every chunk of a step): a spread of chunkBase() costs more than the rest of the literal.
-  const requested = run.emit({ type: 'actions_requested', stepIndex, calls: calls.map(requestedCall), streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() });
+  const f = run.chunkFields;
+  const requested = run.emit({ type: 'actions_requested', stepIndex, calls: calls.map(requestedCall), streamId: f.streamId, agentId: f.agentId, agentType: f.agentType, runId: f.runId, timestamp: Date.now() });
   if (requested) await requested;
   const outcomes = await runToolCalls(run, calls);
   if (!run.aborted) {
     const results = completedResults(run.work.pendingRows(), calls);
-    const completed = run.emit({ type: 'actions_completed', stepIndex, results, streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() });
+    const completed = run.emit({ type: 'actions_completed', stepIndex, results, streamId: f.streamId, agentId: f.agentId, agentType: f.agentType, runId: f.runId, timestamp: Date.now() });
     if (completed) await completed;
   }
   return outcomes;
 }
 
-/** The step's calls that wait (an approval, a client tool, children), or undefined when none does. */
-function pendingCalls(outcomes: readonly ToolOutcome[]): PendingCall[] | undefined {
-  let pending: PendingCall[] | undefined;
-  for (const outcome of outcomes) if (outcome.pending) (pending ??= []).push(outcome.pending);
-  return pending;
-}
+/** A result as actions_completed lists it. */
+type CompletedResult = ActionsCompletedChunk['results'][number];
 
 /** A call as actions_requested lists it. */
-function requestedCall(call: ToolCall): { callId: string; toolName: string; args: unknown } {
+function requestedCall(call: ToolCall): ActionsRequestedChunk['calls'][number] {
   return { callId: call.id, toolName: call.name, args: call.arguments };
 }
 
 /** Every result of the step, in the model's order (the rows are the step's tool rows). */
-function completedResults(rows: readonly Message[], calls: readonly ToolCall[]): { callId: string; toolName: string; output: unknown; isError: boolean; stubbed?: boolean }[] {
-  const results = [];
+function completedResults(rows: readonly Message[], calls: readonly ToolCall[]): CompletedResult[] {
+  const results: CompletedResult[] = [];
   for (const call of calls) {
     const row = rows.find((r) => r.role === 'tool' && r.toolCallId === call.id);
     if (row?.role !== 'tool') continue;
-    const result: { callId: string; toolName: string; output: unknown; isError: boolean; stubbed?: boolean } = { callId: row.toolCallId, toolName: row.toolName, output: row.content, isError: row.isError === true };
+    const result: Writable<CompletedResult> = { callId: row.toolCallId, toolName: row.toolName, output: row.content, isError: row.isError === true };
     if (row.stubbed === true) result.stubbed = true;
     results.push(result);
   }

@@ -7,6 +7,7 @@ import type { AgentResult } from './result.js';
 import { finish, stopAfterTools, suspend } from './run-end.js';
 import type { Run } from './run.js';
 import { approvalDecisions, DELIVERY_STEP, deliverAnswer, type PendingAnswer } from './tool-answers.js';
+import { pendingCalls } from './tool-calls.js';
 import { replayRecordedCalls } from './call-replay.js';
 import type { WorkingMark } from './working-copy.js';
 
@@ -116,7 +117,7 @@ async function deliver(run: Run, start: RunStart): Promise<AgentResult | undefin
   const replayed = await replayRecordedCalls(run, due.map((d) => ({ id: d.pending.toolCallId, name: d.pending.toolName, arguments: d.pending.input })), DELIVERY_STEP);
   const outcomes = await Promise.all(due.map((d) => replayed.get(d.pending.toolCallId) ?? deliverAnswer(run, d.pending, d.answer)));
   if (run.aborted) stopAfterTools(run, outcomes);
-  const pending = [...(start.stillPending ?? []), ...outcomes.flatMap((o) => (o.pending ? [o.pending] : []))];
+  const pending = [...(start.stillPending ?? []), ...(pendingCalls(outcomes) ?? [])];
   if (pending.length > 0) return suspend(run, pending, false);
   const finisher = outcomes.find((o) => o.finishOutput !== undefined)?.finishOutput;
   // The output rides in the commit, so a recovery finishes the run instead of calling the model again.

@@ -20,8 +20,6 @@ export const RUN_OWNER = 'run';
 /** The owner of a step's writes made before any tool runs (beforeLLMCall, afterLLMCall, the reply's onMessage). */
 export const STEP_OWNER = 'step';
 
-/** The chunk types that end a run's part of the stream: written and waited for, never queued. */
-
 /** A write scope for a tool call (its writes are kept on a stop only if its result is recorded). */
 export function callScope(callId: string): WriteScope {
   return { owner: `call:${callId}`, changes: [], callId };
@@ -59,6 +57,12 @@ export class Run implements HookHost {
   readonly keepsUsage: boolean;
   readonly guards: RunGuards;
   readonly startedAt: number;
+  /**
+   * The fields every chunk of this run carries besides its timestamp, mapped from the setup once. The step's
+   * hot chunk literals copy them field by field (a spread of {@link chunkBase} costs more than the rest of the
+   * literal); every other chunk spreads `chunkBase()`.
+   */
+  readonly chunkFields: Omit<ChunkFields, 'timestamp'>;
   /** The run's abort signal (its setup's controller's, read once: the loop checks it many times a step). */
   readonly signal: AbortSignal;
   /**
@@ -92,6 +96,7 @@ export class Run implements HookHost {
     this.startedAt = origin.startedAt;
     this.signal = setup.abort.signal;
     this.keepsUsage = setup.usageStore !== undefined;
+    this.chunkFields = { streamId: setup.streamId, agentId: setup.sessionId, agentType: setup.agent.name, runId: setup.runId };
     const seen = { aborted: this.signal.aborted };
     this.#abortSeen = seen;
     if (!seen.aborted) this.signal.addEventListener('abort', () => (seen.aborted = true), { once: true });
@@ -277,8 +282,8 @@ export class Run implements HookHost {
 
   /** The fields every chunk of this run carries. */
   chunkBase(): ChunkFields {
-    const s = this.setup;
-    return { streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() };
+    const f = this.chunkFields;
+    return { streamId: f.streamId, agentId: f.agentId, agentType: f.agentType, runId: f.runId, timestamp: Date.now() };
   }
 
   /**

@@ -16,6 +16,7 @@ import { beforeToolChain, blockCall, cancelCall, recordResult, type BeforeToolEn
 import { AwaitChildrenSignal } from './tool-context.js';
 import { dryRunResult, isStubbed } from './tool-dry-run.js';
 import { attemptDetails, attemptsOf, executeWithRetry } from './tool-retry.js';
+import type { Writable } from '../writable.js';
 
 /** How one call of a step ended. */
 export interface ToolOutcome {
@@ -28,13 +29,17 @@ export interface ToolOutcome {
   readonly pending?: PendingCall;
 }
 
+/** The calls of these outcomes that wait (an approval, a client tool, children), or undefined when none does. */
+export function pendingCalls(outcomes: readonly ToolOutcome[]): PendingCall[] | undefined {
+  let pending: PendingCall[] | undefined;
+  for (const outcome of outcomes) if (outcome.pending) (pending ??= []).push(outcome.pending);
+  return pending;
+}
+
 /** An error tool result for `call`. */
 export function errorResult(call: ToolCall, info: AgentErrorInfo): ToolResultMessage {
   return { role: 'tool', toolCallId: call.id, toolName: call.name, content: info.message, isError: true, errorInfo: info };
 }
-
-/** `T` with its fields writable: for an object built field by field before it is handed on. */
-type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** The `tool_invalid_input` error for arguments that do not match a schema. */
 export function invalidInput(toolName: string, failure: Extract<SchemaCheck, { ok: false }>): AgentErrorInfo {
@@ -352,9 +357,8 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
 function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: true): Promise<ToolOutcome>;
 function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: false): Promise<CallRun | ToolOutcome>;
 async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: boolean): Promise<CallRun | ToolOutcome> {
-  const s = run.setup;
-  // The run's fields written out (as on every chunk of a step): a spread of chunkBase() costs more than the rest of the literal.
-  const started = run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: call.arguments, streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() });
+  const f = run.chunkFields;
+  const started = run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: call.arguments, streamId: f.streamId, agentId: f.agentId, agentType: f.agentType, runId: f.runId, timestamp: Date.now() });
   if (started) await started;
   const startedAt = performance.now();
   run.books.countToolCall(tool.name);
@@ -400,9 +404,9 @@ function finishEnd(end: Writable<Omit<ToolEndChunk, 'seq'>>, stubbed: boolean, a
 
 /** A call's tool_end chunk: its result, or the error that replaced it ({@link finishEnd} adds the optional fields). */
 function toolEnd(run: Run, call: ToolCall, tool: ToolDefinition, durationMs: number, failure: AgentError | undefined, result: unknown): Writable<Omit<ToolEndChunk, 'seq'>> {
-  const s = run.setup;
-  if (failure) return { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: false, durationMs, error: failure.info, streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() };
-  return { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: true, durationMs, result, streamId: s.streamId, agentId: s.sessionId, agentType: s.agent.name, runId: s.runId, timestamp: Date.now() };
+  const f = run.chunkFields;
+  if (failure) return { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: false, durationMs, error: failure.info, streamId: f.streamId, agentId: f.agentId, agentType: f.agentType, runId: f.runId, timestamp: Date.now() };
+  return { type: 'tool_end', toolCallId: call.id, toolName: tool.name, success: true, durationMs, result, streamId: f.streamId, agentId: f.agentId, agentType: f.agentType, runId: f.runId, timestamp: Date.now() };
 }
 
 /**

@@ -2,6 +2,7 @@ import type { ToolContext, ToolDefinition } from '../define.js';
 import type { Draft } from '../hooks/types.js';
 import type { WriteScope } from './hook-dispatch.js';
 import type { Run } from './run.js';
+import type { Writable } from '../writable.js';
 
 /** Thrown by ToolContext.awaitChildren(): the call becomes a pending `children` call. */
 export class AwaitChildrenSignal {
@@ -16,7 +17,7 @@ function awaitChildren(children: readonly { readonly sessionId: string; readonly
 export function toolContext(run: Run, tool: ToolDefinition, toolCallId: string, scope: WriteScope): ToolContext {
   const s = run.setup;
   const { getState, emitCustom } = run.toolFunctions;
-  const ctx: { -readonly [K in keyof ToolContext]: ToolContext[K] } = {
+  const ctx: Writable<ToolContext> = {
     sessionId: s.sessionId,
     runId: s.runId,
     agentType: s.agent.name,

@@ -30,6 +30,7 @@ import type {
   TurnRecord,
 } from '../store.js';
 import { GENESIS_CHECKPOINT, stateConflictError } from '../store.js';
+import type { Writable } from '../writable.js';
 
 // ---- records ----
 
@@ -540,7 +541,7 @@ export function applyRunChange(record: RunRecord, run: Pick<CommittingRun, 'step
   const suspension = patch?.suspension !== undefined ? patch.suspension : record.suspension;
   // Field by field, not `{ ...record, stepCount }` (see planCommit), each optional field assigned in its
   // place rather than spread from a literal (this runs on every commit); the key order is the record's.
-  const next: { -readonly [K in keyof RunRecord]: RunRecord[K] } = {
+  const next: Writable<RunRecord> = {
     runId: record.runId,
     sessionId: record.sessionId,
     turnId: record.turnId,

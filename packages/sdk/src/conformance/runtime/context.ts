@@ -9,6 +9,7 @@ import type { UsageStore } from '../../usage.js';
 import type { CrashControl, LeaseControl, ProcessControl, RuntimeInstance, StoreFaults } from './factory.js';
 import { TraceRecorder, orderParallelCalls, orderToolRows, traceMessage, type HookLayer } from './recorder.js';
 import { toJson, type JsonValue, type RuntimeTrace, type TraceEntry, type TraceEntryName, type TraceNote, type TraceResult, type TraceRun, type TraceSession } from './trace.js';
+import type { Writable } from '../../writable.js';
 
 /** A promise a scenario resolves itself, to order a tool or a hook after something else happened. */
 export interface Deferred<T = void> {
@@ -333,7 +334,7 @@ export class ScenarioRecorder implements ScenarioContext {
 
 function traceResult(result: AgentResult): TraceResult {
   const superseded = result.status === 'superseded';
-  const out: { -readonly [K in keyof TraceResult]: TraceResult[K] } = { status: result.status };
+  const out: Writable<TraceResult> = { status: result.status };
   if (result.error !== undefined) out.error = result.error.code;
   if (result.exitReason !== undefined) out.exitReason = result.exitReason;
   if (result.output !== undefined) out.output = toJson(result.output) as JsonValue;
