@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, type AfterToolPayload, type BeforeToolPayload, type MessagePayload, type ToolResultMessage } from '../index.js';
-import { createHookRecorder } from '../testing/index.js';
+import { createGate, createHookRecorder } from '../testing/index.js';
 import { bareTool, counterAgent, finish, incrementTool, recordedRun, setup, throwing, type Counter } from './harness.js';
 
 function point(c: { point: string; payload: unknown }): string {
@@ -107,6 +107,54 @@ describe('tool hooks (section 1.5)', () => {
         .map((c) => c.point);
       expect(perCall).toEqual(['beforeTool', 'onStateChange', 'onMessage', 'afterTool']);
     }
+  });
+
+  it('D9, rule 77: a parallel call\'s state write made while another call\'s onStateChange handler is still running fires onStateChange too', async () => {
+    // The second call writes only once the first call's onStateChange handler is running, and that handler
+    // waits until the second write is made: the guard against a handler's own writes is per call.
+    const handlerRunning = createGate();
+    const secondWrote = createGate();
+    const writer = defineTool({
+      name: 'writer',
+      description: 'logs its tag',
+      inputSchema: z.object({ tag: z.string() }),
+      execute: async (input, ctx) => {
+        if (input.tag === 'second') await handlerRunning.opened;
+        ctx.updateState<Counter>((d) => void d.log.push(input.tag));
+        if (input.tag === 'second') secondWrote.open();
+        return input.tag;
+      },
+    });
+    const agent = counterAgent(
+      [
+        {
+          toolCalls: [
+            { name: 'writer', args: { tag: 'first' }, id: 'a' },
+            { name: 'writer', args: { tag: 'second' }, id: 'b' },
+          ],
+        },
+        finish('x'),
+      ],
+      { tools: [writer] },
+    );
+    const changed: string[] = [];
+    const wired = setup();
+    const handle = await wired.executor.execute(agent, 'go', {
+      hooks: {
+        onStateChange: async (payload) => {
+          const tag = (payload.newState as Counter).log.at(-1) ?? '';
+          changed.push(tag);
+          if (tag === 'first') {
+            handlerRunning.open();
+            await secondWrote.opened;
+          }
+        },
+      },
+    });
+    const result = await handle.result();
+    expect(result.status).toBe('completed');
+    expect([...result.state.log].sort()).toEqual(['first', 'second']);
+    expect(changed.sort()).toEqual(['first', 'second']);
   });
 
   it('D5: an unknown tool goes back to the model as tool_not_found, fires onMessage only, and the run goes on', async () => {

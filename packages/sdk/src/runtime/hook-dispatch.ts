@@ -73,7 +73,8 @@ export class HookDispatcher {
   readonly #host: HookHost;
   readonly #logger: Logger;
   readonly #auditMode: AuditHooks;
-  #inStateChangeHook = false;
+  /** The scopes whose onStateChange handlers are running: their own writes queue no onStateChange. */
+  readonly #inStateChangeHook = new Set<WriteScope>();
 
   constructor(manager: HookManager<unknown, unknown>, host: HookHost, logger: Logger, auditMode: AuditHooks) {
     this.#manager = manager;
@@ -87,9 +88,12 @@ export class HookDispatcher {
     return this.#manager.has(point);
   }
 
-  /** Whether a state write must queue onStateChange: someone listens, and it is not one of their own writes. */
-  wantsStateChange(): boolean {
-    return !this.#inStateChangeHook && this.#manager.has('onStateChange');
+  /**
+   * Whether a state write in `scope` must queue onStateChange: someone listens, and it is not one of their
+   * own writes. Per scope: a parallel call's write made while another call's handler runs still queues.
+   */
+  wantsStateChange(scope: WriteScope): boolean {
+    return this.#manager.has('onStateChange') && !this.#inStateChangeHook.has(scope);
   }
 
   /** A hook context for `point` whose writes are booked in `scope`. */
@@ -251,11 +255,11 @@ export class HookDispatcher {
     const queue = scope.changes;
     while (queue.length > 0) {
       const change = queue.shift() as PendingStateChange;
-      this.#inStateChangeHook = true;
+      this.#inStateChangeHook.add(scope);
       try {
         await this.fire('onStateChange', change, scope);
       } finally {
-        this.#inStateChangeHook = false;
+        this.#inStateChangeHook.delete(scope);
       }
     }
   }

@@ -60,7 +60,8 @@ async function step(run: Run, adapter: LLMAdapter, warned: Set<string>, progress
   const reply = await modelReply(run, adapter, warned, scopeOf(STEP_OWNER));
   progress.keep = run.work.mark();
   const empty = reply.toolCalls.length === 0 && reply.text.trim() === '';
-  const outcomes = reply.toolCalls.length > 0 ? await toolStep(run, reply.toolCalls) : [];
+  const called = reply.toolCalls.length > 0 ? toolStep(run, reply.toolCalls) : [];
+  const outcomes = called instanceof Promise ? await called : called;
   let ending = replyEnding(run, reply, outcomes, empty);
   if (!run.aborted) {
     const tripped = firstTripped(run.guards.afterStep, { rows: outcomes.length > 0 ? run.work.pendingRows() : NO_ROWS, emptyReply: empty, spend: run.books.spend });
@@ -80,19 +81,29 @@ async function step(run: Run, adapter: LLMAdapter, warned: Set<string>, progress
   return { ending };
 }
 
-/** The step's calls: the actions_requested envelope, the calls, then actions_completed (unless stopped). */
-async function toolStep(run: Run, calls: readonly ToolCall[]): Promise<ToolOutcome[]> {
+/**
+ * The step's calls: the actions_requested envelope, the calls, then actions_completed (unless stopped).
+ * Its outcomes come at once when nothing had to be waited for (the chunks queued, the calls settled at once).
+ */
+function toolStep(run: Run, calls: readonly ToolCall[]): ToolOutcome[] | Promise<ToolOutcome[]> {
   const stepIndex = run.stepCount;
   const f = run.chunkFields;
   const requested = run.emit({ type: 'actions_requested', stepIndex, calls: calls.map(requestedCall), streamId: f.streamId, agentId: f.agentId, agentType: f.agentType, runId: f.runId, timestamp: Date.now() });
-  if (requested) await requested;
-  const outcomes = await runToolCalls(run, calls);
-  if (!run.aborted) {
-    const results = completedResults(run.work.pendingRows(), calls);
-    const completed = run.emit({ type: 'actions_completed', stepIndex, results, streamId: f.streamId, agentId: f.agentId, agentType: f.agentType, runId: f.runId, timestamp: Date.now() });
-    if (completed) await completed;
-  }
-  return outcomes;
+  return requested ? requested.then(() => stepCalls(run, calls, stepIndex)) : stepCalls(run, calls, stepIndex);
+}
+
+function stepCalls(run: Run, calls: readonly ToolCall[], stepIndex: number): ToolOutcome[] | Promise<ToolOutcome[]> {
+  const outcomes = runToolCalls(run, calls);
+  return outcomes instanceof Promise ? outcomes.then((settled) => callsCompleted(run, calls, stepIndex, settled)) : callsCompleted(run, calls, stepIndex, outcomes);
+}
+
+/** The actions_completed chunk of a step whose calls all settled (none, once the run is stopped). */
+function callsCompleted(run: Run, calls: readonly ToolCall[], stepIndex: number, outcomes: ToolOutcome[]): ToolOutcome[] | Promise<ToolOutcome[]> {
+  if (run.aborted) return outcomes;
+  const f = run.chunkFields;
+  const results = completedResults(run.work.pendingRows(), calls);
+  const completed = run.emit({ type: 'actions_completed', stepIndex, results, streamId: f.streamId, agentId: f.agentId, agentType: f.agentType, runId: f.runId, timestamp: Date.now() });
+  return completed ? completed.then(() => outcomes) : outcomes;
 }
 
 /** A result as actions_completed lists it. */

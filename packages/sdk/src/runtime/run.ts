@@ -169,7 +169,7 @@ export class Run implements HookHost {
     if (this.work.stateOver(this.setup.limits.maxStateChars) === undefined) {
       this.emitNoWait({ type: 'state_patch', patches, source, ...(toolName === undefined ? {} : { toolName }), ...this.chunkBase() });
     }
-    if (!this.hooks.wantsStateChange()) return;
+    if (!this.hooks.wantsStateChange(scope)) return;
     scope.changes.push({ previousState, newState: this.work.state, source, patches, ...(toolName === undefined ? {} : { toolName }) });
   }
 

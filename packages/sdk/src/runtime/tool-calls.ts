@@ -12,7 +12,7 @@ import { checkSchema, type SchemaCheck } from '../tool-schema.js';
 import { callScope, type Run } from './run.js';
 import { callsSideEffects, NOTHING_REPLAYED, pushToolUsage, replayCall, replayRecordedCalls } from './call-replay.js';
 import { runSubAgent, spawnedCall, type SubAgentMode } from './sub-agent-call.js';
-import { beforeToolChain, blockCall, cancelCall, recordResult, type BeforeToolEnd } from './tool-steering.js';
+import { beforeToolChain, blockCall, cancelCall, recordResult, type BeforeToolEnd, type RecordedResult } from './tool-steering.js';
 import { AwaitChildrenSignal } from './tool-context.js';
 import { dryRunResult, isStubbed } from './tool-dry-run.js';
 import { attemptDetails, attemptsOf, executeWithRetry } from './tool-retry.js';
@@ -64,18 +64,32 @@ function isOwnSupersede(run: Run, error: unknown): error is RunSupersededError {
  * tool ends the step at once: siblings already started finish unpersisted, none starts later.
  * Otherwise it waits for every call and rethrows the first run-ending error. Calls past the first
  * `maxToolCallsPerStep` of the reply get a `tool_calls_exceeded` error result and do not run.
+ * The common step (one call of a tool without side effects) returns its outcomes at once when the call
+ * settles at once; a promise only when something has to be waited for.
  */
-export async function runToolCalls(run: Run, requested: readonly ToolCall[]): Promise<ToolOutcome[]> {
+export function runToolCalls(run: Run, requested: readonly ToolCall[]): ToolOutcome[] | Promise<ToolOutcome[]> {
+  const only = requested.length === 1 ? (requested[0] as ToolCall) : undefined;
+  // One regular call, and (no side effects) nothing a process that died could have recorded for it.
+  if (only === undefined || only.name === FINISH_TOOL_NAME || run.setup.limits.maxToolCallsPerStep < 1 || callsSideEffects(run, requested)) return everyToolCall(run, requested);
+  const outcome = runToolCall(run, only);
+  return outcome instanceof Promise ? outcome.then(oneOutcome, (error: unknown) => Promise.reject(noteOwnSupersede(run, error))) : [outcome];
+}
+
+function oneOutcome(outcome: ToolOutcome): ToolOutcome[] {
+  return [outcome];
+}
+
+/** {@link runToolCalls} of any step: finish calls, calls past the limit, side-effecting calls replayed, several calls in parallel. */
+async function everyToolCall(run: Run, requested: readonly ToolCall[]): Promise<ToolOutcome[]> {
   // Past maxToolCallsPerStep, calls do not run: each gets an error result (no tool hooks), the first ones run.
   const max = run.setup.limits.maxToolCallsPerStep;
   const calls = requested.length > max ? requested.slice(0, max) : requested;
   const finishing = calls.some((c) => c.name === FINISH_TOOL_NAME);
   const regular = finishing ? calls.filter((c) => c.name !== FINISH_TOOL_NAME) : calls;
-  // The common case (no side-effecting call, so nothing can have been recorded) awaits nothing here.
   const replayed = callsSideEffects(run, regular) ? await replayRecordedCalls(run, regular, run.stepCount) : NOTHING_REPLAYED;
   let outcomes: ToolOutcome[];
   if (regular.length === 1 && replayed.size === 0) {
-    // The step's one regular call (the common case): as runParallel with one call, without its promises and closures.
+    // One regular call: as runParallel with one call, without its promises and closures.
     try {
       outcomes = [await runToolCall(run, regular[0] as ToolCall)];
     } catch (error) {
@@ -108,7 +122,7 @@ async function runParallel(run: Run, regular: readonly ToolCall[], replayed: Rea
   const supersede = new Promise<never>((_resolve, reject) => (raise = reject));
   const all = Promise.allSettled(
     regular.map((call) =>
-      (replayed.get(call.id) ?? runToolCall(run, call)).catch((error: unknown) => {
+      Promise.resolve(replayed.get(call.id) ?? runToolCall(run, call)).catch((error: unknown) => {
         if (isOwnSupersede(run, error)) {
           run.noteSuperseded(error);
           raise(error);
@@ -145,9 +159,10 @@ async function runFinishCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
 /**
  * One regular call: its tool looked up, its arguments checked, the recorder asked (side-effecting tools), the
  * beforeTool chain, then its body. Every step of the common path (a known tool, valid arguments, no side
- * effects, hooks that answer at once) runs in this turn, so the call's promise is its body's.
+ * effects, hooks that answer at once) runs in this turn: a tool that answers at once gives its outcome
+ * at once, else the call's promise is its body's.
  */
-function runToolCall(run: Run, call: ToolCall): Promise<ToolOutcome> {
+function runToolCall(run: Run, call: ToolCall): ToolOutcome | Promise<ToolOutcome> {
   try {
     const tool = run.setup.agent.toolsByName.get(call.name);
     if (!tool) return unknownTool(run, call);
@@ -166,7 +181,7 @@ async function unknownTool(run: Run, call: ToolCall): Promise<ToolOutcome> {
 }
 
 /** A call whose arguments were checked: an invalid one goes back to the model; a side-effecting one asks the recorder first. */
-function checkedCall(run: Run, tool: ToolDefinition, call: ToolCall, parsed: SchemaCheck): Promise<ToolOutcome> {
+function checkedCall(run: Run, tool: ToolDefinition, call: ToolCall, parsed: SchemaCheck): ToolOutcome | Promise<ToolOutcome> {
   if (!parsed.ok) return invalidCall(run, tool, call, parsed);
   if (tool.sideEffects) return journaledCall(run, tool, call, parsed.value);
   return steeredCall(run, tool, call, parsed.value);
@@ -184,14 +199,14 @@ async function journaledCall(run: Run, tool: ToolDefinition, call: ToolCall, inp
 }
 
 /** A call about to start: no new work once the run is stopped or superseded; a sub-agent call a process that died spawned re-attaches; else the beforeTool chain. */
-function steeredCall(run: Run, tool: ToolDefinition, call: ToolCall, input: unknown): Promise<ToolOutcome> {
+function steeredCall(run: Run, tool: ToolDefinition, call: ToolCall, input: unknown): ToolOutcome | Promise<ToolOutcome> {
   if (run.aborted || run.superseded) return stoppedCall(run, call);
   const scope = callScope(call.id);
   return tool.subAgent ? subAgentCall(run, tool, call, input, scope) : chainedCall(run, tool, call, input, scope);
 }
 
 /** The beforeTool chain, then the call as the chain left it. */
-function chainedCall(run: Run, tool: ToolDefinition, call: ToolCall, input: unknown, scope: WriteScope): Promise<ToolOutcome> {
+function chainedCall(run: Run, tool: ToolDefinition, call: ToolCall, input: unknown, scope: WriteScope): ToolOutcome | Promise<ToolOutcome> {
   const chained = beforeToolChain(run, tool, call, input, scope);
   return chained instanceof Promise ? chained.then((steered) => allowedCall(run, tool, call, steered, scope)) : allowedCall(run, tool, call, chained, scope);
 }
@@ -208,7 +223,7 @@ async function subAgentCall(run: Run, tool: ToolDefinition, call: ToolCall, inpu
 }
 
 /** After beforeTool: a stop or supersede, a block, a client tool or an approval suspends, else the call runs. */
-function allowedCall(run: Run, tool: ToolDefinition, call: ToolCall, steered: BeforeToolEnd, scope: WriteScope): Promise<ToolOutcome> {
+function allowedCall(run: Run, tool: ToolDefinition, call: ToolCall, steered: BeforeToolEnd, scope: WriteScope): ToolOutcome | Promise<ToolOutcome> {
   // No new work once the run is superseded or stopped.
   if (run.superseded) return Promise.reject(run.superseded);
   if (run.aborted) return cancelCall(run, tool, { ...call, arguments: steered.input }, scope);
@@ -251,7 +266,7 @@ async function fromRecorder(run: Run, tool: ToolDefinition, call: ToolCall, step
  * marker: its child is a session of its own, so a recovered call re-attaches to it instead of being
  * given up (`mode` says whether the call spawns its child or re-attaches to it).
  */
-export function executeCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, step = run.stepCount, mode: SubAgentMode = 'spawn'): Promise<ToolOutcome> {
+export function executeCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, step = run.stepCount, mode: SubAgentMode = 'spawn'): ToolOutcome | Promise<ToolOutcome> {
   // A pure call has nothing to record: its body announces its result itself.
   if (!tool.sideEffects) return runCall(run, tool, call, scope, mode, true);
   return journaledExecute(run, tool, call, scope, step, mode);
@@ -315,9 +330,30 @@ function announced(run: Run, tool: ToolDefinition, call: ToolCall, success: bool
 /** How a call's body ended: a result or an error for the model (`stubbed` by a dry run), or an outcome that ends the call here (suspension, stop). */
 type BodyEnd = { readonly result: unknown; readonly error?: AgentError; readonly stubbed?: boolean } | ToolOutcome;
 
-/** The call's body: the tool's execute (or a sub-agent's child run), its output checked against the tool's outputSchema. */
-async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode): Promise<BodyEnd> {
+/**
+ * The call's body: the tool's execute (or a sub-agent's child run), its output checked against the tool's
+ * outputSchema. A tool that answers at once (with a result its outputSchema checks at once) is not awaited.
+ */
+function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode): BodyEnd | Promise<BodyEnd> {
   if (!tool.execute) throw new Error(`Tool ${tool.name} has no execute function.`);
+  if (tool.subAgent || isStubbed(run, tool)) return delegatedBody(run, tool, call, scope, mode);
+  let checked: CheckedResult | Promise<CheckedResult>;
+  try {
+    const raw = executeWithRetry(run, tool, call, scope);
+    if (isThenable(raw)) {
+      return Promise.resolve(raw)
+        .then((value) => checkedResult(tool, value))
+        .catch((thrown: unknown) => bodyThrew(run, tool, call, scope, thrown));
+    }
+    checked = checkedResult(tool, raw);
+  } catch (thrown) {
+    return bodyThrew(run, tool, call, scope, thrown);
+  }
+  return checked instanceof Promise ? checked.catch((thrown: unknown) => bodyThrew(run, tool, call, scope, thrown)) : checked;
+}
+
+/** The body of a sub-agent call (the child's run) or of a dry run's stubbed call. */
+async function delegatedBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode): Promise<BodyEnd> {
   try {
     if (tool.subAgent) {
       const child = await runSubAgent(run, tool, call, scope, mode);
@@ -327,71 +363,119 @@ async function callBody(run: Run, tool: ToolDefinition, call: ToolCall, scope: W
       if (!child.ok && run.aborted) return await cancelCall(run, tool, call, scope);
       return child.ok ? await checkedResult(tool, child.result) : { result: undefined, error: child.error };
     }
-    if (isStubbed(run, tool)) {
-      const stub = await dryRunResult(run, tool, call, scope);
-      return { ...(stub.checked ? await checkedResult(tool, stub.result) : { result: stub.result }), stubbed: true };
-    }
-    // A tool that answers at once (and a result without an asynchronous outputSchema) is not awaited.
-    const raw = executeWithRetry(run, tool, call, scope);
-    const checked = checkedResult(tool, isThenable(raw) ? await raw : raw);
-    return checked instanceof Promise ? await checked : checked;
+    const stub = await dryRunResult(run, tool, call, scope);
+    return { ...(stub.checked ? await checkedResult(tool, stub.result) : { result: stub.result }), stubbed: true };
   } catch (thrown) {
-    if (isOwnSupersede(run, thrown)) throw thrown;
-    if (thrown instanceof AwaitChildrenSignal) {
-      return { call, stopped: false, pending: { toolCallId: call.id, toolName: tool.name, input: call.arguments, kind: 'children', children: thrown.children } };
-    }
-    // The stop ended this call: its result is not recorded and its writes are discarded.
-    if (run.aborted) return cancelCall(run, tool, call, scope);
-    // A tool that throws a tool-layer error (an MCP tool's mcp_timeout, say) keeps its code and message.
-    if (ToolError.isInstance(thrown)) return { result: undefined, error: agentErrorFromInfo({ ...thrown.info, details: { tool: tool.name, ...thrown.info.details, ...attemptDetails(thrown) } }, thrown) };
-    const message = thrown instanceof Error ? thrown.message : String(thrown);
-    return { result: undefined, error: new ToolError('tool_failed', `Tool "${tool.name}" failed: ${message}`, { details: { tool: tool.name, ...attemptDetails(thrown) }, cause: thrown }) };
+    return bodyThrew(run, tool, call, scope, thrown);
   }
+}
+
+/** A body that threw: the run's own supersede is rethrown; else the call waits for children, is cancelled by a stop, or gets an error result. */
+function bodyThrew(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, thrown: unknown): BodyEnd | Promise<BodyEnd> {
+  if (isOwnSupersede(run, thrown)) throw thrown;
+  if (thrown instanceof AwaitChildrenSignal) {
+    return { call, stopped: false, pending: { toolCallId: call.id, toolName: tool.name, input: call.arguments, kind: 'children', children: thrown.children } };
+  }
+  // The stop ended this call: its result is not recorded and its writes are discarded.
+  if (run.aborted) return cancelCall(run, tool, call, scope);
+  // A tool that throws a tool-layer error (an MCP tool's mcp_timeout, say) keeps its code and message.
+  if (ToolError.isInstance(thrown)) return { result: undefined, error: agentErrorFromInfo({ ...thrown.info, details: { tool: tool.name, ...thrown.info.details, ...attemptDetails(thrown) } }, thrown) };
+  const message = thrown instanceof Error ? thrown.message : String(thrown);
+  return { result: undefined, error: new ToolError('tool_failed', `Tool "${tool.name}" failed: ${message}`, { details: { tool: tool.name, ...attemptDetails(thrown) }, cause: thrown }) };
+}
+
+/**
+ * A call going through {@link runCall}'s stages: what an async function's frame would hold, in one object,
+ * so that a call whose stages all settle at once needs neither a frame nor a promise.
+ */
+interface CallInFlight {
+  readonly run: Run;
+  readonly tool: ToolDefinition;
+  readonly call: ToolCall;
+  readonly scope: WriteScope;
+  readonly mode: SubAgentMode;
+  readonly announceNow: boolean;
+  startedAt: number;
+  durationMs: number;
+  stubbed: boolean;
+  result: unknown;
+  error: AgentError | undefined;
+  finishOutput: FinishOutput | undefined;
 }
 
 /**
  * tool_start, the body, onStateChange*, onMessage(result), the afterTool chain. With `announceNow` (a call
  * with nothing to record) its tool_end chunk and usage follow at once; else the record and the tool_end
- * chunk to write once the result is recorded.
+ * chunk to write once the result is recorded. Each stage returns a promise only when it has to wait.
  */
-function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: true): Promise<ToolOutcome>;
-function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: false): Promise<CallRun | ToolOutcome>;
-async function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: boolean): Promise<CallRun | ToolOutcome> {
+function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: true): ToolOutcome | Promise<ToolOutcome>;
+function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: false): CallRun | ToolOutcome | Promise<CallRun | ToolOutcome>;
+function runCall(run: Run, tool: ToolDefinition, call: ToolCall, scope: WriteScope, mode: SubAgentMode, announceNow: boolean): CallRun | ToolOutcome | Promise<CallRun | ToolOutcome> {
+  const c: CallInFlight = { run, tool, call, scope, mode, announceNow, startedAt: 0, durationMs: 0, stubbed: false, result: undefined, error: undefined, finishOutput: undefined };
   const f = run.chunkFields;
   const started = run.emit({ type: 'tool_start', toolCallId: call.id, toolName: tool.name, arguments: call.arguments, streamId: f.streamId, agentId: f.agentId, agentType: f.agentType, runId: f.runId, timestamp: Date.now() });
-  if (started) await started;
-  const startedAt = performance.now();
-  run.books.countToolCall(tool.name);
-  const body = await callBody(run, tool, call, scope, mode);
+  return started ? started.then(() => runBody(c)) : runBody(c);
+}
+
+/** The call's body, timed. */
+function runBody(c: CallInFlight): CallRun | ToolOutcome | Promise<CallRun | ToolOutcome> {
+  c.startedAt = performance.now();
+  c.run.books.countToolCall(c.tool.name);
+  const body = callBody(c.run, c.tool, c.call, c.scope, c.mode);
+  return body instanceof Promise ? body.then((ended) => bodyEnded(c, ended)) : bodyEnded(c, body);
+}
+
+/** After the body: its state writes checked; a finishWith tool's output checked and queued onStateChange handlers flushed (these wait); then the result recorded. */
+function bodyEnded(c: CallInFlight, body: BodyEnd): CallRun | ToolOutcome | Promise<CallRun | ToolOutcome> {
   if ('stopped' in body) return body;
-  let result = body.result;
-  let error = body.error;
-  const durationMs = performance.now() - startedAt;
-  const badState = invalidStateWrite(run, tool, scope);
-  if (badState) ({ result, error } = { result: undefined, error: badState });
-  let finishOutput: FinishOutput | undefined;
-  if (!error && tool.finishWith) {
-    const schema = run.setup.agent.outputSchema;
-    const out = schema ? await checkSchema(schema, result) : { ok: true as const, value: result };
-    if (out.ok) finishOutput = { value: out.value, via: 'finish_with' };
-    else error = new ToolError('tool_invalid_output', `Tool "${tool.name}" finishes the run, but its result does not match the agent's outputSchema:\n${out.message}`, { details: { tool: tool.name } });
+  c.durationMs = performance.now() - c.startedAt;
+  c.stubbed = body.stubbed === true;
+  c.result = body.result;
+  c.error = body.error;
+  const badState = invalidStateWrite(c.run, c.tool, c.scope);
+  if (badState) {
+    c.result = undefined;
+    c.error = badState;
   }
-  if (scope.changes.length > 0) await run.hooks.flushStateChanges(scope);
-  const success = error === undefined;
-  const row: Writable<ToolResultMessage> = error ? errorResult(call, error.info) : { role: 'tool', toolCallId: call.id, toolName: tool.name, content: result ?? null };
-  if (body.stubbed === true) row.stubbed = true;
-  const payload: Writable<AfterToolPayload> = { toolCall: call, tool, result, success, blocked: false, durationMs };
+  if ((c.error === undefined && c.tool.finishWith) || c.scope.changes.length > 0) return finishedAndFlushed(c);
+  return recordCall(c);
+}
+
+/** A finishWith tool's output checked against the agent's outputSchema, and the call's onStateChange handlers flushed. */
+async function finishedAndFlushed(c: CallInFlight): Promise<CallRun | ToolOutcome> {
+  const { run, tool } = c;
+  if (c.error === undefined && tool.finishWith) {
+    const schema = run.setup.agent.outputSchema;
+    const out = schema ? await checkSchema(schema, c.result) : { ok: true as const, value: c.result };
+    if (out.ok) c.finishOutput = { value: out.value, via: 'finish_with' };
+    else c.error = new ToolError('tool_invalid_output', `Tool "${tool.name}" finishes the run, but its result does not match the agent's outputSchema:\n${out.message}`, { details: { tool: tool.name } });
+  }
+  if (c.scope.changes.length > 0) await run.hooks.flushStateChanges(c.scope);
+  return recordCall(c);
+}
+
+/** The result row appended (onMessage) and passed through the afterTool chain. */
+function recordCall(c: CallInFlight): CallRun | ToolOutcome | Promise<CallRun | ToolOutcome> {
+  const { call, tool, error } = c;
+  const row: Writable<ToolResultMessage> = error ? errorResult(call, error.info) : { role: 'tool', toolCallId: call.id, toolName: tool.name, content: c.result ?? null };
+  if (c.stubbed) row.stubbed = true;
+  const payload: Writable<AfterToolPayload> = { toolCall: call, tool, result: c.result, success: error === undefined, blocked: false, durationMs: c.durationMs };
   if (error) payload.error = error;
-  const recording = recordResult(run, payload, row, scope);
-  const { message, rewritten, tooLarge } = recording instanceof Promise ? await recording : recording;
+  const recording = recordResult(c.run, payload, row, c.scope);
+  return recording instanceof Promise ? recording.then((recorded) => callRecorded(c, recorded)) : callRecorded(c, recording);
+}
+
+/** The call as recorded: its tool_end chunk, announced now (nothing to record) or returned with the record. */
+function callRecorded(c: CallInFlight, { message, rewritten, tooLarge }: RecordedResult): CallRun | ToolOutcome | Promise<ToolOutcome> {
+  const { run, tool, call, scope } = c;
   // A result too large to store is an error for the model; the call's writes stay (the tool did its work).
-  const failure = error ?? tooLarge;
+  const failure = c.error ?? tooLarge;
   const stored = failure === undefined;
-  const end = toolEnd(run, call, tool, durationMs, failure, rewritten ? rewritten.result : result);
-  finishEnd(end, body.stubbed === true, attemptsOf(tool, scope));
-  const kept = stored ? finishOutput : undefined;
-  if (announceNow) return announce(run, tool, call, end, stored, durationMs, kept);
-  const record: Writable<CallResultRecord> = { message, patches: run.work.patchesOf(scope.owner), seqs: run.work.seqsOf(scope.owner), success: stored, durationMs };
+  const end = toolEnd(run, call, tool, c.durationMs, failure, rewritten ? rewritten.result : c.result);
+  finishEnd(end, c.stubbed, attemptsOf(tool, scope));
+  const kept = stored ? c.finishOutput : undefined;
+  if (c.announceNow) return announce(run, tool, call, end, stored, c.durationMs, kept);
+  const record: Writable<CallResultRecord> = { message, patches: run.work.patchesOf(scope.owner), seqs: run.work.seqsOf(scope.owner), success: stored, durationMs: c.durationMs };
   if (kept) record.finishOutput = kept;
   return { record, end };
 }
