@@ -103,6 +103,20 @@ function helixMemory(steps: number, hooks: HookSet): Variant {
   };
 }
 
+/**
+ * One observer, each session deleted after its run (inside the timing): the store keeps no history, as the
+ * bare loop keeps none. Beside helix-observer-200 it shows what the kept sessions cost (their collection).
+ */
+const deletingVariant: Variant = {
+  id: 'helix-deleting-200',
+  name: 'helix memory, one observer, sessions deleted, N=200',
+  bare: 'bare-200',
+  measure: async () => {
+    const bench = helixBench(memoryStores(), 200, { deleteSessions: true });
+    return { usPerStep: await timed(bench.run, 200) };
+  },
+};
+
 const CONCURRENT_RUNS = 100;
 const CONCURRENT_STEPS = 20;
 
@@ -215,6 +229,7 @@ const VARIANTS: Variant[] = [
   helixMemory(1000, 'observer'),
   helixMemory(200, 'none'),
   helixMemory(200, 'every-point'),
+  deletingVariant,
   ...concurrentVariants,
   viaAdapter,
   aiSdk,

@@ -16,6 +16,15 @@ describe('bench smoke (untimed)', () => {
     for (const hooks of ['none', 'observer', 'every-point'] as const) expect(await helixBench(memoryStores(), 5, { hooks }).run()).toBeGreaterThanOrEqual(0);
     expect(await helixBench(memoryStores(), 4).concurrent(3)).toBeGreaterThanOrEqual(0);
     expect(await helixBench(memoryStores(), 5, { aiSdkAdapter: true }).run()).toBeGreaterThanOrEqual(0);
+    // The deleting variant's runs leave no session behind; the others keep theirs.
+    const deleting = memoryStores();
+    const kept = memoryStores();
+    for (let i = 0; i < 2; i++) {
+      await helixBench(deleting, 5, { deleteSessions: true }).run();
+      await helixBench(kept, 5).run();
+    }
+    expect(deleting.stateStore.held().sessions).toBe(0);
+    expect(kept.stateStore.held().sessions).toBe(2);
     expect(await generateTextRun(5)).toBeGreaterThanOrEqual(0);
   });
 

@@ -92,7 +92,7 @@ export interface BenchStores {
 }
 
 /** Fresh in-memory stores (with a retention policy when given). */
-export function memoryStores(retention?: RetentionPolicy): BenchStores & { prune(): Promise<unknown> } {
+export function memoryStores(retention?: RetentionPolicy): BenchStores & { readonly stateStore: InMemoryStateStore; prune(): Promise<unknown> } {
   const stateStore = new InMemoryStateStore(retention ? { retention } : {});
   const streamManager = new InMemoryStreamManager(retention ? { retention } : {});
   return { stateStore, streamManager, prune: () => Promise.all([stateStore.prune(), streamManager.prune()]), close: () => streamManager.close() };
@@ -152,19 +152,27 @@ export async function postgresStores(): Promise<BenchStores & { readonly postgre
   };
 }
 
+/** The sessions the helix benches started in this process: each run's id is new, whichever bench runs it. */
+let benchSessions = 0;
+
 /** A helix executor on `stores` with the zero-latency adapter (or, with `aiSdkAdapter`, the AI SDK adapter on a scripted model). */
-export function helixBench(stores: BenchStores, steps: number, options: { hooks?: HookSet; aiSdkAdapter?: boolean } = {}) {
+export function helixBench(stores: BenchStores, steps: number, options: { hooks?: HookSet; aiSdkAdapter?: boolean; deleteSessions?: boolean } = {}) {
   const adapter = options.aiSdkAdapter ? new VercelAIAdapter() : new ZeroLatencyAdapter(steps);
   const executor = new JSAgentExecutor(stores.stateStore, stores.streamManager, adapter, { logger: silentLogger });
   const agent = options.aiSdkAdapter
     ? defineAgent({ ...benchAgent(steps), llmConfig: { model: scriptedAddModel(steps) } })
     : benchAgent(steps);
   const hooks = hooksOf(options.hooks ?? 'observer');
-  /** One run of `steps` steps; returns its wall time in ms. */
+  /**
+   * One run of `steps` steps; returns its wall time in ms. With `deleteSessions` the run's session is deleted
+   * after it, inside the timing (the store then keeps no history, as the bare loop keeps none).
+   */
   async function run(): Promise<number> {
     const started = performance.now();
-    const handle = await executor.execute(agent, 'go', { ...(hooks ? { hooks } : {}), ...(stores.usageStore ? { usageStore: stores.usageStore } : {}) });
+    const sessionId = `bench-${benchSessions++}`;
+    const handle = await executor.execute(agent, 'go', { sessionId, ...(hooks ? { hooks } : {}), ...(stores.usageStore ? { usageStore: stores.usageStore } : {}) });
     const result = await handle.result();
+    if (options.deleteSessions) await executor.deleteSession(sessionId);
     const elapsed = performance.now() - started;
     if (result.status !== 'completed' || result.stepCount !== steps) throw new Error(`helix run ended ${result.status} after ${result.stepCount} steps${result.error ? `: ${result.error.code} ${result.error.message} ${JSON.stringify(result.error.details)}` : ""}`);
     return elapsed;
