@@ -4,8 +4,12 @@ import type { StreamChunk, StreamChunkInput, StreamManager, StreamReadOptions, S
 import { isTerminalChunk } from '../stream.js';
 
 interface StreamRow {
-  /** The kept chunks: `chunks[i]` has seq `base + i` (pruning drops a prefix). */
-  chunks: StreamChunk[];
+  /**
+   * The kept chunks, stored without their seq: `chunks[i]` has seq `base + i` (pruning drops a prefix), and
+   * a reader gets a copy with it. A kept chunk is not given a property of its own, which would cost it a
+   * second object for as long as it is kept.
+   */
+  chunks: StreamChunkInput[];
   /** The seq of `chunks[0]`: how many chunks of finished runs were pruned from the front. */
   base: number;
   owner: string | undefined;
@@ -65,15 +69,14 @@ export class InMemoryStreamManager implements StreamManager, Prunable {
       },
       write: async (chunk: StreamChunkInput) => {
         if (row.owner !== runId) return false;
-        row.chunks.push({ ...chunk, seq: row.base + row.chunks.length } as StreamChunk);
+        row.chunks.push({ ...chunk });
         wake(row);
         return true;
       },
       // The loop's path: the chunk is stored as it is (its object is the writer's from now on), no copy, no promise.
       queue: (chunk: StreamChunkInput) => {
         if (row.owner !== runId) return;
-        (chunk as { seq?: number }).seq = row.base + row.chunks.length;
-        row.chunks.push(chunk as StreamChunk);
+        row.chunks.push(chunk);
         wake(row);
       },
     };
@@ -100,9 +103,10 @@ export class InMemoryStreamManager implements StreamManager, Prunable {
       // Pruned offsets are skipped: the reader goes on at the first kept chunk.
       if (seq < row.base) seq = row.base;
       while (seq < row.base + row.chunks.length) {
-        const chunk = row.chunks[seq++ - row.base] as StreamChunk;
+        const at = seq++;
+        const chunk = row.chunks[at - row.base] as StreamChunkInput;
         if (runId !== undefined && chunk.runId !== runId) continue;
-        yield chunk;
+        yield withSeq(chunk, at);
         if (runId !== undefined && isTerminalChunk(chunk)) return;
       }
       if (!follow || options.signal?.aborted || row.deleted) return;
@@ -165,8 +169,14 @@ export class InMemoryStreamManager implements StreamManager, Prunable {
 
   /** Every kept chunk of a stream (a copy), for tests and inspection. */
   chunks(streamId: string): readonly StreamChunk[] {
-    return this.#streams.get(streamId)?.chunks.slice() ?? [];
+    const row = this.#streams.get(streamId);
+    return row ? row.chunks.map((chunk, i) => withSeq(chunk, row.base + i)) : [];
   }
+}
+
+/** A kept chunk as readers get it: a copy, with its seq. */
+function withSeq(chunk: StreamChunkInput, seq: number): StreamChunk {
+  return { ...chunk, seq } as StreamChunk;
 }
 
 /** True when the stream's owner wrote its `end` or `error` chunk (its last one, as a run writes nothing after it). */

@@ -338,10 +338,12 @@ async function recordedReply(run: Run, adapter: LLMAdapter, warned: Set<string>,
 }
 
 function assistantMessage(reply: StepSuccess): AssistantMessage {
-  // Built field by field: a conditional spread allocates and copies an object of its own.
+  // No conditional spread (it allocates and copies an object of its own), and the common rows built whole:
+  // a field added to a literal after it is built costs the row a second object for as long as it is kept.
+  if (reply.reasoning === undefined) return reply.toolCalls.length > 0 ? { role: 'assistant', content: reply.text, toolCalls: reply.toolCalls } : { role: 'assistant', content: reply.text };
   const message: Writable<AssistantMessage> = { role: 'assistant', content: reply.text };
   if (reply.toolCalls.length > 0) message.toolCalls = reply.toolCalls;
-  if (reply.reasoning !== undefined) message.reasoning = reply.reasoning;
+  message.reasoning = reply.reasoning;
   return message;
 }
 
