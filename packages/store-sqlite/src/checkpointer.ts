@@ -19,38 +19,98 @@ export type SqliteCheckpointMode = 'background' | 'inline';
 
 /** Write transactions before the worker starts: a short-lived database never starts a thread. */
 export const CHECKPOINT_WORKER_AFTER = 256;
-/** The log size, in pages, above which the worker's checkpoint restarts the log, holding commits back while it runs. */
+/**
+ * The log size, in pages, above which the worker restarts the log: it asks the writer to pause after its
+ * current commit, copies what is left of the log and lets it start again from its beginning.
+ */
 export const CHECKPOINT_RESTART_ABOVE = 4_000;
 /**
- * The log size, in pages, above which the committing connection restarts the log itself: the worker's
- * restarting checkpoint has to catch the write lock between commits, and a writer with no pause, on a
- * loaded machine, can keep it from doing so for long. The connection looks every
- * {@link CHECKPOINT_LOOK_EVERY} write transactions.
+ * The log size, in pages, above which the committing connection restarts the log itself, waiting for the
+ * end of the worker's round if it has to: the backstop for a worker that fell behind (a loaded machine). The
+ * connection looks every {@link CHECKPOINT_LOOK_EVERY} write transactions, so the log of one connection
+ * holds at most this many pages plus those of that many write transactions, unless another connection
+ * reads an old snapshot (SQLite never restarts a log that a reader still uses).
  */
 export const CHECKPOINT_HARD_LIMIT = 3 * CHECKPOINT_RESTART_ABOVE;
 /** How many write transactions pass between two looks at the log's size. */
-const CHECKPOINT_LOOK_EVERY = 256;
-/** How long the worker's restarting checkpoint waits for the lock (ms). */
+export const CHECKPOINT_LOOK_EVERY = 256;
+/** How long a restarting checkpoint waits for a reader of an old snapshot, or another process's write lock (ms). */
 const RESTART_WAIT_MS = 2_000;
+/**
+ * How long the connection's own restart waits for a reader or another process's write lock (ms): it runs
+ * between two commits, so it waits only for short ones, and the next look tries again.
+ */
+const HARD_LIMIT_WAIT_MS = 100;
+/** How long the worker waits for the writer to pause (ms); a connection that is not writing never answers, and then the write lock is free. */
+const ASK_WAIT_MS = 100;
+/** The longest the writer waits for the worker (ms): a restart ends by itself well within it; this only guards against a thread gone mid-round. */
+const WAIT_CAP_MS = 5_000;
 /** How long the worker sleeps when there is nothing to copy (ms). */
 const IDLE_MS = 20;
 
-// The shared words: the connection's write transactions so far, and 1 while the worker's connection is
-// open (read without waiting for a message: a writer that only awaits microtasks never sees one).
+/** The sizes that drive the checkpoints; the defaults are the constants above (tests use small ones). Package-internal. */
+export interface CheckpointLimits {
+  /** Write transactions before the worker starts ({@link CHECKPOINT_WORKER_AFTER}). */
+  readonly startAfter: number;
+  /** Log pages past which the worker restarts the log ({@link CHECKPOINT_RESTART_ABOVE}). */
+  readonly restartAbove: number;
+  /** Log pages past which the connection restarts it ({@link CHECKPOINT_HARD_LIMIT}). */
+  readonly hardLimit: number;
+  /** Write transactions between two looks at the log's size ({@link CHECKPOINT_LOOK_EVERY}). */
+  readonly lookEvery: number;
+}
+
+const DEFAULT_LIMITS: CheckpointLimits = { startAfter: CHECKPOINT_WORKER_AFTER, restartAbove: CHECKPOINT_RESTART_ABOVE, hardLimit: CHECKPOINT_HARD_LIMIT, lookEvery: CHECKPOINT_LOOK_EVERY };
+
+/** What the connection and the worker counted, for tests and benchmarks. Package-internal. */
+export interface CheckpointCounts {
+  /** Restarting checkpoints of the worker that completed (the log starts again at the next commit). */
+  readonly workerRestarts: number;
+  /** Restarting checkpoints of the worker that a reader of an old snapshot (or another process's writer) kept from completing. */
+  readonly workerRestartsBusy: number;
+  /** Times the connection paused after a commit for the worker's restart. */
+  readonly pauses: number;
+  /** Restarting checkpoints the connection ran itself past the hard limit, and those that completed. */
+  readonly hardLimitRestarts: number;
+  readonly hardLimitRestarted: number;
+}
+
+// The shared words. WRITES: the connection's write transactions so far. ALIVE: 1 while the worker's
+// connection is open (read without waiting for a message: a writer that only awaits microtasks never sees
+// one). ROUND: 1 while the worker is inside a checkpoint (it holds SQLite's checkpoint lock). GATE: the
+// worker's request that the writer pause (ASKED), the writer's answer (PAUSED), OPEN once the restart ran.
+// Then the worker's counters of CheckpointCounts, and PINNED: 1 when its last round found frames that a
+// reader of an older snapshot still uses (no restart can complete until that reader ends). HOLD: 1 while the
+// connection restarts the log itself (past the hard limit); the worker starts no round meanwhile.
 const WRITES = 0;
 const ALIVE = 1;
+const ROUND = 2;
+const GATE = 3;
+const WORKER_RESTARTS = 4;
+const WORKER_RESTARTS_BUSY = 5;
+const PINNED = 6;
+const HOLD = 7;
+const WORDS = 8;
+const OPEN = 0;
+const ASKED = 1;
+const PAUSED = 2;
 
 // The worker is plain CommonJS, evaluated from this string, so it runs the same from the sources and from
 // the build, with no loader of its own. Each round is one passive checkpoint (it never waits for a lock),
 // skipped when nothing was written since the last; it runs the next round at once while rounds copy frames
 // (a round that races commits leaves the frames they added behind it), else after IDLE_MS. A log starts
 // again from its beginning only after a checkpoint copied every frame with no commit in between, which
-// commits that never pause deny it; so a log past CHECKPOINT_RESTART_ABOVE pages gets a restarting
-// checkpoint, which holds new commits back until it copied everything (the one stall left, and a rare one).
+// commits that never pause deny it; so past restartAbove pages the worker restarts the log. A restarting
+// checkpoint needs the write lock, and SQLite's busy handler only polls for it (sleeping 1 to 100 ms between
+// tries) while holding the checkpoint lock: a writer that commits back to back almost never leaves the lock
+// free at a poll, so the worker asks the writer, through GATE, to pause after its current commit, and runs
+// the restart while it waits. While a reader of an old snapshot keeps frames from being copied, the worker
+// does not ask: the restart could only wait for that reader, with the writer paused.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const shared = new Int32Array(workerData.shared);
+const { restartAbove } = workerData.limits;
 let db;
 try {
   db = new Database(workerData.path, { timeout: 0 });
@@ -62,22 +122,52 @@ Atomics.store(shared, ${ALIVE}, 1);
 let timer;
 let seen = -1;
 let copied = -1;
+function restart() {
+  Atomics.store(shared, ${GATE}, ${ASKED});
+  Atomics.notify(shared, ${ROUND});
+  Atomics.wait(shared, ${GATE}, ${ASKED}, ${ASK_WAIT_MS});
+  db.pragma('busy_timeout = ${RESTART_WAIT_MS}');
+  try {
+    return db.pragma('wal_checkpoint(RESTART)')[0];
+  } finally {
+    db.pragma('busy_timeout = 0');
+    Atomics.store(shared, ${GATE}, ${OPEN});
+    Atomics.notify(shared, ${GATE});
+  }
+}
+function checkpoint() {
+  const [status] = db.pragma('wal_checkpoint(PASSIVE)');
+  // log -1: another connection holds the checkpoint lock, and nothing ran.
+  if (status.log < 0) return ${IDLE_MS};
+  // Frames left behind past a few commits' worth: a reader of an older snapshot uses them, and a restart
+  // would only wait for it with the writer paused.
+  const pinned = status.log - status.checkpointed > Math.max(8, restartAbove >> 3);
+  Atomics.store(shared, ${PINNED}, pinned ? 1 : 0);
+  if (status.log > restartAbove && !pinned) {
+    const result = restart();
+    if (result.log >= 0) Atomics.add(shared, result.busy === 0 ? ${WORKER_RESTARTS} : ${WORKER_RESTARTS_BUSY}, 1);
+    seen = -1;
+    return ${IDLE_MS};
+  }
+  const next = status.log > 0 && status.checkpointed !== copied ? 0 : ${IDLE_MS};
+  copied = status.checkpointed;
+  return next;
+}
 function round() {
   let next = ${IDLE_MS};
   const writes = Atomics.load(shared, ${WRITES});
-  if (writes !== seen) {
+  if (Atomics.load(shared, ${HOLD}) === 1) next = 1;
+  else if (writes !== seen) {
     seen = writes;
+    Atomics.store(shared, ${ROUND}, 1);
     try {
-      const [status] = db.pragma('wal_checkpoint(PASSIVE)');
-      if (status.log > ${CHECKPOINT_RESTART_ABOVE}) {
-        db.pragma('busy_timeout = ${RESTART_WAIT_MS}');
-        try { db.pragma('wal_checkpoint(RESTART)'); } finally { db.pragma('busy_timeout = 0'); }
-        seen = -1;
-      } else if (status.log > 0 && status.checkpointed !== copied) next = 0;
-      copied = status.checkpointed;
+      next = checkpoint();
     } catch (error) {
       // A busy database (another process checkpointing, a migration) is tried at the next round.
       if (!(error && error.code === 'SQLITE_BUSY')) parentPort.postMessage({ warn: String(error && error.message || error) });
+    } finally {
+      Atomics.store(shared, ${ROUND}, 0);
+      Atomics.notify(shared, ${ROUND});
     }
   }
   timer = next === 0 ? setImmediate(round) : setTimeout(round, next);
@@ -95,46 +185,81 @@ round();
 
 const driverPath = createRequire(import.meta.url).resolve('better-sqlite3');
 
-/**
- * Runs a restarting checkpoint on `db` when the log of the database at `path` holds more than `pages`
- * pages; returns whether it did. Throws what the checkpoint throws (SQLITE_BUSY past the busy timeout).
- * Package-internal.
- */
-export function restartLogPast(db: BetterSqlite3.Database, path: string, pages: number): boolean {
-  let size: number;
+/** What {@link restartLogPast} did. Package-internal. */
+export type LogRestart =
+  /** The log holds no more pages than asked: nothing ran. */
+  | 'below'
+  /** The restarting checkpoint completed: the next commit writes the log from its beginning. */
+  | 'restarted'
+  /** Another connection (this process's worker, or another process) holds the checkpoint lock: nothing ran. */
+  | 'locked'
+  /** The checkpoint ran but could not complete: a reader of an old snapshot, or another process's writer, past the busy timeout. */
+  | 'busy';
+
+interface CheckpointRow {
+  readonly busy: number;
+  readonly log: number;
+  readonly checkpointed: number;
+}
+
+/** The size of a log of `pages` frames: its 32-byte header, then each page with its 24-byte frame header. */
+function logBytes(db: BetterSqlite3.Database, pages: number): number {
+  return 32 + pages * (Number(db.pragma('page_size', { simple: true })) + 24);
+}
+
+/** Whether the log file of the database at `path` is larger than a log of `pages` pages. */
+function logPast(db: BetterSqlite3.Database, path: string, pages: number): boolean {
   try {
-    size = statSync(`${path}-wal`).size;
+    return statSync(`${path}-wal`).size > logBytes(db, pages);
   } catch {
     return false;
   }
-  const frameBytes = Number(db.pragma('page_size', { simple: true })) + 24;
-  if (size <= pages * frameBytes) return false;
-  db.pragma('wal_checkpoint(RESTART)');
-  return true;
+}
+
+/**
+ * Runs a restarting checkpoint on `db` when the log of the database at `path` is larger than `pages`
+ * pages, and says how it went. A busy database does not throw here: SQLite reports it in the checkpoint's
+ * result row (`busy` 1), with `log` -1 when the checkpoint lock was taken and nothing ran (its busy handler is
+ * never called for that lock). The log file keeps its size after a restart unless `journal_size_limit`
+ * truncates it, which {@link BackgroundCheckpointer} sets to the hard limit. Package-internal.
+ */
+export function restartLogPast(db: BetterSqlite3.Database, path: string, pages: number): LogRestart {
+  if (!logPast(db, path, pages)) return 'below';
+  const [row] = db.pragma('wal_checkpoint(RESTART)') as CheckpointRow[];
+  if (row === undefined || row.busy === 0) return 'restarted';
+  return row.log < 0 ? 'locked' : 'busy';
 }
 
 /**
  * Background WAL checkpoints for one connection. After {@link CHECKPOINT_WORKER_AFTER} write
  * transactions it turns the connection's automatic checkpoint off and starts a worker thread with its own
- * connection to the file, which copies the log into the file as it grows; a log past
- * {@link CHECKPOINT_RESTART_ABOVE} pages is copied with commits held back until it can start again from its
- * beginning; should the log still grow past {@link CHECKPOINT_HARD_LIMIT} pages, the connection restarts it
- * itself. When the thread stops or fails, the connection checkpoints inline again. Either way the log
- * stays bounded. Package-internal.
+ * connection to the file, which copies the log into the file as it grows; past
+ * {@link CHECKPOINT_RESTART_ABOVE} pages the worker asks the connection to pause after its current commit
+ * and restarts the log meanwhile; should the log still grow past {@link CHECKPOINT_HARD_LIMIT} pages, the
+ * connection restarts it itself. When the thread stops or fails, the connection checkpoints inline again.
+ * Either way the log stays bounded, unless a reader holds an old snapshot. Package-internal.
  */
 export class BackgroundCheckpointer {
   readonly #db: BetterSqlite3.Database;
   readonly #path: string;
   readonly #warn: (message: string) => void;
-  readonly #shared = new Int32Array(new SharedArrayBuffer(8));
+  readonly #limits: CheckpointLimits;
+  readonly #shared = new Int32Array(new SharedArrayBuffer(WORDS * 4));
   #worker: Worker | undefined;
   #writes = 0;
+  #lookAt = 0;
   #stopped = false;
+  #warnedBusy = false;
+  #sizeLimit: number | undefined;
+  #pauses = 0;
+  #hardLimitRestarts = 0;
+  #hardLimitRestarted = 0;
 
-  constructor(db: BetterSqlite3.Database, path: string, warn: (message: string) => void) {
+  constructor(db: BetterSqlite3.Database, path: string, warn: (message: string) => void, limits: Partial<CheckpointLimits> = {}) {
     this.#db = db;
     this.#path = path;
     this.#warn = warn;
+    this.#limits = { ...DEFAULT_LIMITS, ...limits };
   }
 
   /** Whether the worker thread runs (and the connection's automatic checkpoint is off). */
@@ -142,25 +267,84 @@ export class BackgroundCheckpointer {
     return !this.#stopped && Atomics.load(this.#shared, ALIVE) === 1;
   }
 
+  /** What the connection and the worker did so far. */
+  get counts(): CheckpointCounts {
+    return {
+      workerRestarts: Atomics.load(this.#shared, WORKER_RESTARTS),
+      workerRestartsBusy: Atomics.load(this.#shared, WORKER_RESTARTS_BUSY),
+      pauses: this.#pauses,
+      hardLimitRestarts: this.#hardLimitRestarts,
+      hardLimitRestarted: this.#hardLimitRestarted,
+    };
+  }
+
   /** Called after each write transaction of the connection. */
   afterWrite(): void {
     if (this.#stopped || this.#db.inTransaction) return;
     const writes = ++this.#writes;
     if (this.#worker === undefined) {
-      if (writes >= CHECKPOINT_WORKER_AFTER) this.#start();
+      if (writes >= this.#limits.startAfter) this.#start();
       return;
     }
     Atomics.store(this.#shared, WRITES, writes);
-    if (writes % CHECKPOINT_LOOK_EVERY === 0) this.#bound();
+    if (Atomics.load(this.#shared, GATE) === ASKED) this.#pause();
+    if (writes >= this.#lookAt) this.#bound();
   }
 
-  /** Restarts the log from this connection when the worker let it grow past {@link CHECKPOINT_HARD_LIMIT} pages. */
+  /** The worker asked for the write lock: waits (between two commits) until its restart ran. */
+  #pause(): void {
+    if (Atomics.compareExchange(this.#shared, GATE, ASKED, PAUSED) !== ASKED) return;
+    Atomics.notify(this.#shared, GATE);
+    this.#pauses++;
+    Atomics.wait(this.#shared, GATE, PAUSED, WAIT_CAP_MS);
+  }
+
+  /**
+   * Restarts the log from this connection when it holds more than {@link CHECKPOINT_HARD_LIMIT} pages. The
+   * worker holds the checkpoint lock during its rounds, so a locked restart waits for the end of the round
+   * (answering the worker's request to pause meanwhile) and tries again.
+   */
   #bound(): void {
+    this.#lookAt = this.#writes + this.#limits.lookEvery;
+    if (!logPast(this.#db, this.#path, this.#limits.hardLimit)) return;
+    const busyTimeout = Number(this.#db.pragma('busy_timeout', { simple: true }));
     try {
-      restartLogPast(this.#db, this.#path, CHECKPOINT_HARD_LIMIT);
+      // A restart waits (the busy timeout) for readers: a short while, and not at all for one the worker saw pinning the log.
+      const pinned = Atomics.load(this.#shared, PINNED) === 1;
+      Atomics.store(this.#shared, HOLD, 1);
+      if (pinned || busyTimeout > HARD_LIMIT_WAIT_MS) this.#db.pragma(`busy_timeout = ${pinned ? 0 : HARD_LIMIT_WAIT_MS}`);
+      let outcome = restartLogPast(this.#db, this.#path, this.#limits.hardLimit);
+      for (let tries = 1; outcome === 'locked' && tries < 4 && this.#awaitRound(); tries++) outcome = restartLogPast(this.#db, this.#path, this.#limits.hardLimit);
+      if (outcome === 'below') return;
+      this.#hardLimitRestarts++;
+      if (outcome === 'restarted') {
+        this.#hardLimitRestarted++;
+        this.#warnedBusy = false;
+      } else if (outcome === 'locked') {
+        // Another process checkpoints: look again at the next commit.
+        this.#lookAt = this.#writes + 1;
+      } else if (!this.#warnedBusy) {
+        this.#warnedBusy = true;
+        this.#warn(`the WAL is past ${this.#limits.hardLimit} pages and could not start again from its beginning (another connection reads an old snapshot, or holds the write lock); tried again every ${this.#limits.lookEvery} write transactions`);
+      }
     } catch (error) {
-      // Busy past the timeout (another checkpoint): the next look tries again.
+      // Busy past the timeout (another process's checkpoint): the next look tries again.
       if ((error as { code?: unknown }).code !== 'SQLITE_BUSY') this.#warn(`a WAL checkpoint failed: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      Atomics.store(this.#shared, HOLD, 0);
+      if (this.#db.open && Number(this.#db.pragma('busy_timeout', { simple: true })) !== busyTimeout) this.#db.pragma(`busy_timeout = ${busyTimeout}`);
+    }
+  }
+
+  /** Waits until the worker is out of its round; false when it did not get out within {@link WAIT_CAP_MS}. */
+  #awaitRound(): boolean {
+    const deadline = Date.now() + WAIT_CAP_MS;
+    for (;;) {
+      if (Atomics.load(this.#shared, GATE) === ASKED) this.#pause();
+      if (Atomics.load(this.#shared, ROUND) === 0) return true;
+      const left = deadline - Date.now();
+      if (left <= 0 || !this.running) return false;
+      Atomics.wait(this.#shared, ROUND, 1, Math.min(left, ASK_WAIT_MS));
     }
   }
 
@@ -168,15 +352,24 @@ export class BackgroundCheckpointer {
   stop(): void {
     if (this.#stopped) return;
     this.#stopped = true;
-    if (this.#db.open) this.#db.pragma('wal_autocheckpoint = 1000');
+    if (this.#db.open) {
+      this.#db.pragma('wal_autocheckpoint = 1000');
+      if (this.#sizeLimit !== undefined) this.#db.pragma(`journal_size_limit = ${this.#sizeLimit}`);
+    }
     this.#worker?.postMessage('close');
   }
 
   #start(): void {
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver: driverPath, path: this.#path, shared: this.#shared.buffer }, execArgv: [], stdout: false, stderr: false });
+    const workerData = { driver: driverPath, path: this.#path, shared: this.#shared.buffer, limits: this.#limits };
+    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData, execArgv: [], stdout: false, stderr: false });
     worker.unref();
     this.#worker = worker;
     this.#db.pragma('wal_autocheckpoint = 0');
+    // A restarted log is truncated back to the hard limit at its first commit, so that the file's size says
+    // how far the log got since it last started again (without it, the file keeps its largest size).
+    this.#sizeLimit = Number(this.#db.pragma('journal_size_limit', { simple: true }));
+    this.#db.pragma(`journal_size_limit = ${logBytes(this.#db, this.#limits.hardLimit)}`);
+    this.#lookAt = this.#writes + this.#limits.lookEvery;
     // After stop() (the connection closed), what the thread says no longer matters: its file may be gone.
     worker.on('message', (message: { failed?: string; warn?: string }) => {
       if (this.#stopped) return;
