@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { InMemoryStreamManager, type StreamChunk, type StreamChunkInput } from '../index.js';
+import { InMemoryStreamManager, type StreamChunk } from '../index.js';
+import type { StreamChunkInput } from '../stream.js';
 
 const base = { streamId: 's', agentId: 's', agentType: 'a', runId: 'r1' } as const;
 
