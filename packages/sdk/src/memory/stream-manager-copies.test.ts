@@ -47,7 +47,6 @@ describe('InMemoryStreamManager keeps chunks without their seq and gives readers
     writer.queue?.(delta('old', 1));
     writer.queue?.(delta('old2', 2));
     await writer.write({ type: 'end', ...base, timestamp: 3 } as StreamChunkInput);
-    await manager.claim('s', 'r2');
     const w2 = await manager.claim('s', 'r2');
     w2.queue?.({ ...delta('new', 1_000), runId: 'r2' });
     const report = await manager.prune(100);

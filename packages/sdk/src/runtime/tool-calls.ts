@@ -61,7 +61,12 @@ export function runToolCalls(run: Run, requested: readonly ToolCall[]): ToolOutc
   const only = requested.length === 1 ? (requested[0] as ToolCall) : undefined;
   // One regular call, and (no side effects) nothing a process that died could have recorded for it.
   if (only === undefined || only.name === FINISH_TOOL_NAME || run.setup.limits.maxToolCallsPerStep < 1 || callsSideEffects(run, requested)) return everyToolCall(run, requested);
-  const outcome = runToolCall(run, only);
+  return soleCall(run, only);
+}
+
+/** A step's one regular call, as runParallel with one call but without its promises and closures (none when the call settles at once). */
+function soleCall(run: Run, call: ToolCall): ToolOutcome[] | Promise<ToolOutcome[]> {
+  const outcome = runToolCall(run, call);
   return outcome instanceof Promise ? outcome.then(oneOutcome, (error: unknown) => Promise.reject(noteOwnSupersede(run, error))) : [outcome];
 }
 
@@ -77,15 +82,7 @@ async function everyToolCall(run: Run, requested: readonly ToolCall[]): Promise<
   const finishing = calls.some((c) => c.name === FINISH_TOOL_NAME);
   const regular = finishing ? calls.filter((c) => c.name !== FINISH_TOOL_NAME) : calls;
   const replayed = callsSideEffects(run, regular) ? await replayRecordedCalls(run, regular, run.stepCount) : NOTHING_REPLAYED;
-  let outcomes: ToolOutcome[];
-  if (regular.length === 1 && replayed.size === 0) {
-    // One regular call: as runParallel with one call, without its promises and closures.
-    try {
-      outcomes = [await runToolCall(run, regular[0] as ToolCall)];
-    } catch (error) {
-      throw noteOwnSupersede(run, error);
-    }
-  } else outcomes = await runParallel(run, regular, replayed);
+  const outcomes = regular.length === 1 && replayed.size === 0 ? await soleCall(run, regular[0] as ToolCall) : await runParallel(run, regular, replayed);
   if (finishing) for (const call of calls) if (call.name === FINISH_TOOL_NAME) outcomes.push(await runFinishCall(run, call));
   for (let i = max; i < requested.length; i++) {
     const call = requested[i] as ToolCall;
