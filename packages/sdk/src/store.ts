@@ -335,6 +335,26 @@ export interface StateStore {
   deleteSession(sessionId: string): Promise<boolean>;
 }
 
+/** A store's synchronous commit: the same write as its `commit`, applied before it returns. */
+export type CommitNow = (this: StateStore, commit: Commit) => CommitReceipt;
+
+const COMMIT_NOW = Symbol('helix.commitNow');
+
+/**
+ * Marks `commit` (a store class's `commit` method) as having a synchronous form, `now`: the run loop then
+ * commits a step without a promise. The mark is on the method itself, so a subclass that overrides
+ * `commit`, or a wrapper (a Proxy, a bound or decorated method) puts a method without it in its place,
+ * and the loop goes through that `commit` as it should. For stores whose writes are synchronous (memory).
+ */
+export function offerCommitNow(commit: StateStore['commit'], now: CommitNow): void {
+  Object.defineProperty(commit, COMMIT_NOW, { value: now });
+}
+
+/** The synchronous form of `store`'s own `commit`, when that method offers one ({@link offerCommitNow}). */
+export function commitNowOf(store: StateStore): CommitNow | undefined {
+  return (store.commit as { readonly [COMMIT_NOW]?: CommitNow })[COMMIT_NOW];
+}
+
 /** The refusal of a K1 whose `expect` precondition does not hold (`state_conflict`); the session rules refuse with this one. */
 export function stateConflictError(request: BeginRunRequest, currentRunId: string | undefined, status: string | undefined): AgentError {
   return new AgentError(

@@ -19,7 +19,7 @@ import type {
   StateStore,
   StopRequest,
 } from '../store.js';
-import { resolveRetention } from '../store.js';
+import { offerCommitNow, resolveRetention } from '../store.js';
 import type { SessionHeader, StepSet } from '../store/session-rules.js';
 import {
   applyRunChange,
@@ -136,6 +136,17 @@ export class InMemoryStateStore implements StateStore, UsageStore, Prunable {
   }
 
   async commit(commit: Commit): Promise<CommitReceipt> {
+    return this.#commit(commit);
+  }
+
+  static {
+    // The run loop's path: the same commit without a promise (this store's writes are synchronous).
+    offerCommitNow(InMemoryStateStore.prototype.commit, function (this: StateStore, commit: Commit) {
+      return (this as InMemoryStateStore).#commit(commit);
+    });
+  }
+
+  #commit(commit: Commit): CommitReceipt {
     const row = this.#sessions.get(commit.sessionId);
     const record = this.#runs.get(commit.runId);
     const run = record && { runId: record.runId, status: record.status, epoch: record.epoch, stepCount: record.stepCount, committedSteps: this.#steps.get(commit.runId) ?? NO_STEPS };

@@ -74,7 +74,8 @@ async function step(run: Run, adapter: LLMAdapter, warned: Set<string>, progress
   // The exit hooks may keep the run going; the step is committed either way.
   if (ending?.kind === 'complete' && ending.exitReason !== 'max_steps' && run.hooks.has('onExit') && (await exitHooksContinue(run, ending.output, ending.exitReason))) ending = undefined;
   crashPoint('before_k3');
-  await run.commit({ kind: 'step', stepIndex: run.stepCount, checkpoint: 'step', output: ending?.kind === 'complete' ? ending.output : undefined });
+  const committed = run.commit({ kind: 'step', stepIndex: run.stepCount, checkpoint: 'step', output: ending?.kind === 'complete' ? ending.output : undefined });
+  if (committed) await committed;
   run.stepDone();
   progress.keep = 'current';
   crashPoint('after_k3');

@@ -2,7 +2,7 @@ import { AgentError, ConfigError, type RunSupersededError } from '../errors.js';
 import type { ToolContext } from '../define.js';
 import type { Draft, StateChangeSource } from '../hooks/types.js';
 import type { Message } from '../messages.js';
-import type { Commit, RunStatus } from '../store.js';
+import { commitNowOf, type Commit, type RunStatus } from '../store.js';
 import { isTerminalChunk, type StreamChunkInput } from '../stream.js';
 import type { UsageEntry, UsageStore } from '../usage.js';
 import type { ChunkFields, HookHost } from './hook-context.js';
@@ -210,16 +210,30 @@ export class Run implements HookHost {
     return messageIndex;
   }
 
-  /** One fenced commit of the pending rows, the state when it changed, and the buffered usage. */
-  async commit(fields: Pick<Commit, 'kind' | 'stepIndex' | 'checkpoint' | 'runStatus' | 'output' | 'error' | 'suspension'>): Promise<void> {
+  /**
+   * One fenced commit of the pending rows, the state when it changed, and the buffered usage. It returns
+   * at once (or throws) when the store's commit has a synchronous form (`offerCommitNow`) and nothing else has to be
+   * waited for; a promise otherwise. Callers run it inside an async function, so a throw rejects there.
+   */
+  commit(fields: Pick<Commit, 'kind' | 'stepIndex' | 'checkpoint' | 'runStatus' | 'output' | 'error' | 'suspension'>): void | Promise<void> {
     const s = this.setup;
     this.#checkStateSize(fields.kind === 'terminal' && fields.runStatus !== 'completed');
     // Usage rides in the commit when the state store is also the run's usage store, so both land atomically.
     const usage = this.books.pendingUsage;
     const atomicUsage = usage.length > 0 && (s.usageStore as unknown) === s.stateStore;
+    const commit = this.#commitOf(fields, atomicUsage ? usage.slice() : undefined);
+    const now = commitNowOf(s.stateStore);
+    if (now === undefined) return s.stateStore.commit(commit).then(() => this.#committed(fields, atomicUsage));
+    now.call(s.stateStore, commit);
+    return this.#committed(fields, atomicUsage);
+  }
+
+  /** The commit of `fields` and the pending work. */
+  #commitOf(fields: Pick<Commit, 'kind' | 'stepIndex' | 'checkpoint' | 'runStatus' | 'output' | 'error' | 'suspension'>, usage: readonly UsageEntry[] | undefined): Commit {
+    const s = this.setup;
     // Field by field, absent ones as undefined (which every store reads as absent): one shape for every
     // commit, and no spread copies on each step.
-    await s.stateStore.commit({
+    return {
       sessionId: s.sessionId,
       runId: s.runId,
       epoch: s.epoch,
@@ -232,19 +246,25 @@ export class Run implements HookHost {
       suspension: fields.suspension,
       appendMessages: this.work.pendingMessages(),
       state: this.work.changedState(),
-      usage: atomicUsage ? usage.slice() : undefined,
+      usage,
       committedAt: Date.now(),
-    });
+    };
+  }
+
+  /** After the store accepted the commit: the working copy and the books move on, the recorder hears of the step. */
+  #committed(fields: Pick<Commit, 'kind' | 'stepIndex'>, atomicUsage: boolean): void | Promise<void> {
     this.work.committed();
     if (atomicUsage) this.books.takeUsage();
     else {
       const flushed = this.flushUsage();
-      if (flushed) await flushed;
+      if (flushed) return flushed.then(() => this.#stepCommitted(fields));
     }
-    if (fields.kind === 'step' && fields.stepIndex !== undefined) {
-      const held = this.recorder.stepCommitted(fields.stepIndex);
-      if (held) await held;
-    }
+    return this.#stepCommitted(fields);
+  }
+
+  #stepCommitted(fields: Pick<Commit, 'kind' | 'stepIndex'>): void | Promise<void> {
+    if (fields.kind === 'step' && fields.stepIndex !== undefined) return this.recorder.stepCommitted(fields.stepIndex);
+    return undefined;
   }
 
   /**
