@@ -112,11 +112,13 @@ interface FenceRow extends SessionRow {
 }
 
 /**
- * A session's fence as the last commit on this connection left it (read-cache.ts): its row as the fence
- * read would return it now, and the run's step set already parsed. Valid only for commits of `row.head_run_id`.
+ * A session's fence as the last commit on this connection left it (read-cache.ts): the session and run
+ * columns of the fence row (its head columns are not read), the head that commit wrote, and the run's step
+ * set already parsed. Valid only for commits of `head.run_id`.
  */
 interface CachedFence {
   readonly row: FenceRow;
+  readonly head: HeadRow;
   readonly committedSteps: StepSet;
 }
 
@@ -563,10 +565,10 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
   #doCommit(commit: Commit): CommitReceipt {
     // The fence the last commit of this run left on this connection, when nothing else wrote since (read-cache.ts).
     const cached = this.#fences.get(commit.sessionId);
-    const hit = cached !== undefined && cached.row.head_run_id === commit.runId ? cached : undefined;
+    const hit = cached !== undefined && cached.head.run_id === commit.runId ? cached : undefined;
     const fence = hit ? hit.row : this.#q.fence.get(commit.runId, commit.sessionId);
     if (fence && !hit) this.#checkRecord('session', fence.record_version);
-    const head = fence ? headOf(fence) : undefined;
+    const head = hit ? hit.head : fence ? headOf(fence) : undefined;
     const run = fence && head && committingRun(fence, head, commit.runId, hit?.committedSteps);
     const plan = orThrow(planCommit({ session: fence && head ? sessionHeader(fence, head, this.#turnOf(fence.turn)) : undefined, run }, commit));
     // Accepted: the session and its head exist.
@@ -577,19 +579,17 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
       this.#fences.drop(commit.sessionId);
     } else {
       const { session } = plan;
-      this.#fences.set(commit.sessionId, {
-        row: {
-          ...fence!,
-          head_version: session.version,
-          head_run_id: commit.runId,
-          head_message_count: session.messageCount,
-          head_step_count: session.stepCount,
-          head_run_step_count: plan.run.stepCount,
-          head_run_steps: runSteps,
-          head_state_ref: stateRef,
-        },
-        committedSteps: plan.run.committedSteps,
-      });
+      // The session and run columns are unchanged (no turn, no status change); the head is the row just written.
+      const next: HeadRow = {
+        version: session.version,
+        run_id: commit.runId,
+        message_count: session.messageCount,
+        step_count: session.stepCount,
+        run_step_count: plan.run.stepCount,
+        run_steps: runSteps,
+        state_ref: stateRef,
+      };
+      this.#fences.set(commit.sessionId, { row: fence!, head: next, committedSteps: plan.run.committedSteps });
     }
     return { version: plan.session.version, messageCount: plan.session.messageCount, ...(plan.checkpoint ? { checkpointId: `cp_${id}` } : {}) };
   }
