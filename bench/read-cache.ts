@@ -3,7 +3,7 @@
 // interleaved round by round with a raw row commit on the same machine (the floor of bench/loop.ts).
 // Every figure is a mean over the steps of a round; the table gives the median and spread (min–max) of
 // the per-round ratios. Nothing here is a timed assertion.
-// Run: node --conditions=helix-source --import tsx bench/read-cache.ts   (options: --rounds 10 --steps 100 --sync NORMAL,FULL)
+// Run: node --conditions=helix-source --import tsx bench/read-cache.ts   (options: --rounds 10 --runs 5 --steps 100 --sync NORMAL,FULL)
 import { helixBench, rawSqliteCommits, sqliteStores } from './workloads.js';
 
 function arg(name: string, fallback: string): string {
@@ -22,10 +22,11 @@ export interface ReadCacheFigures {
 }
 
 /**
- * Runs `rounds` rounds of: one helix run of `steps` steps with the caches on, one with them off (the order
- * alternating), and `steps` raw commits; after `warmupRuns` runs of each. Returns the per-round figures.
+ * Runs `rounds` rounds of: `runs` helix runs of `steps` steps with the caches on, as many with them off (the
+ * order alternating), and as many raw commits as steps; after `warmupRuns` runs of each. Returns the
+ * per-round means (µs per step or commit).
  */
-export async function compareReadCaches(synchronous: 'NORMAL' | 'FULL', rounds: number, steps: number, warmupRuns: number): Promise<ReadCacheFigures> {
+export async function compareReadCaches(synchronous: 'NORMAL' | 'FULL', rounds: number, steps: number, warmupRuns: number, runs = 1): Promise<ReadCacheFigures> {
   const on = sqliteStores(synchronous, undefined, undefined, true);
   const off = sqliteStores(synchronous, undefined, undefined, false);
   const raw = rawSqliteCommits(synchronous);
@@ -42,15 +43,17 @@ export async function compareReadCaches(synchronous: 'NORMAL' | 'FULL', rounds: 
     const timedRun = async (which: 'on' | 'off'): Promise<void> => {
       const stores = which === 'on' ? on : off;
       const before = stores.sqlite.database.writeTransactions;
-      figures[which].push(((await (which === 'on' ? benchOn : benchOff).run()) / steps) * 1000);
+      let ms = 0;
+      for (let i = 0; i < runs; i++) ms += await (which === 'on' ? benchOn : benchOff).run();
+      figures[which].push((ms / (runs * steps)) * 1000);
       tx[which] += stores.sqlite.database.writeTransactions - before;
     };
     for (let r = 0; r < rounds; r++) {
       // Alternate who goes first, so that neither always runs after the other's checkpoint.
       for (const which of r % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const)) await timedRun(which);
-      figures.raw.push((raw.commits(steps) / steps) * 1000);
+      figures.raw.push((raw.commits(runs * steps) / (runs * steps)) * 1000);
     }
-    return { synchronous, ...figures, txPerStep: { on: tx.on / (rounds * steps), off: tx.off / (rounds * steps) } };
+    return { synchronous, ...figures, txPerStep: { on: tx.on / (rounds * runs * steps), off: tx.off / (rounds * runs * steps) } };
   } finally {
     raw.close();
     on.close();
@@ -72,12 +75,13 @@ export function ratioText(a: readonly number[], b: readonly number[]): string {
 
 if (process.argv[1]?.endsWith('read-cache.ts')) {
   const rounds = Number(arg('rounds', '10'));
+  const runs = Number(arg('runs', '5'));
   const steps = Number(arg('steps', '100'));
   const modes = arg('sync', 'NORMAL,FULL').split(',') as ('NORMAL' | 'FULL')[];
-  console.log(`SQLite read caches on vs off: ${rounds} interleaved rounds of one run of ${steps} steps each, beside ${steps} raw row commits per round. Node ${process.version}\n`);
+  console.log(`SQLite read caches on vs off: ${rounds} interleaved rounds of ${runs} runs of ${steps} steps each side, beside ${runs * steps} raw row commits per round. Node ${process.version}\n`);
   const rows = [['synchronous', 'µs/step on', 'µs/step off', 'µs/raw commit', 'off / on', 'on / raw', 'off / raw', 'tx/step on', 'tx/step off']];
   for (const synchronous of modes) {
-    const f = await compareReadCaches(synchronous, rounds, steps, synchronous === 'FULL' ? 20 : 200);
+    const f = await compareReadCaches(synchronous, rounds, steps, synchronous === 'FULL' ? 20 : 200, synchronous === 'FULL' ? Math.max(1, runs >> 1) : runs);
     rows.push([
       synchronous,
       median(f.on).toFixed(1),
