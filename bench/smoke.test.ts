@@ -7,6 +7,7 @@ import { setFlagsFromString, writeHeapSnapshot } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { diffHeapSnapshots, HEAP_CATEGORIES } from './heap-snapshot.js';
+import { compareReadCaches, ratioText } from './read-cache.js';
 import { bareConcurrent, bareRun, generateTextRun, helixBench, memoryStores, postgresStores, promisesDuring, rawSqliteCommits, retainedHeapMb, sqliteStores, walPagesPerStep } from './workloads.js';
 
 describe('bench smoke (untimed)', () => {
@@ -60,6 +61,17 @@ describe('bench smoke (untimed)', () => {
         stores.close();
       }
     }
+  });
+
+  it('the read-cache bench compares the caches on and off in one process: every round measured on each side, the same write transactions per step (the caches save reads, not transactions)', async () => {
+    const figures = await compareReadCaches('NORMAL', 2, 5, 1);
+    for (const side of [figures.on, figures.off, figures.raw]) {
+      expect(side).toHaveLength(2);
+      for (const us of side) expect(us).toBeGreaterThan(0);
+    }
+    expect(figures.txPerStep.on).toBe(figures.txPerStep.off);
+    expect(figures.txPerStep.on).toBeGreaterThan(1);
+    expect(ratioText([2, 6], [1, 2])).toBe('2.50x (2.00–3.00)');
   });
 
   it('the log pages a SQLite step writes are counted, beside a raw commit: with a step\'s chunks in one row and its messages in its commits row, a step writes fewer than 8 pages (11.4 with schema version 3)', async () => {

@@ -99,9 +99,15 @@ export function memoryStores(retention?: RetentionPolicy): BenchStores & { reado
 }
 
 /** SQLite stores on a fresh file in a temporary folder (removed on close). */
-export function sqliteStores(synchronous: 'NORMAL' | 'FULL', flushIntervalMs?: number, checkpoint?: SqliteCheckpointMode): BenchStores & { readonly sqlite: SqliteStores } {
+export function sqliteStores(synchronous: 'NORMAL' | 'FULL', flushIntervalMs?: number, checkpoint?: SqliteCheckpointMode, readCaches?: boolean): BenchStores & { readonly sqlite: SqliteStores } {
   const dir = mkdtempSync(join(tmpdir(), 'helix-bench-'));
-  const sqlite = openSqliteStores({ path: join(dir, 'helix.db'), synchronous, ...(flushIntervalMs === undefined ? {} : { flushIntervalMs }), ...(checkpoint === undefined ? {} : { checkpoint }) });
+  const sqlite = openSqliteStores({
+    path: join(dir, 'helix.db'),
+    synchronous,
+    ...(flushIntervalMs === undefined ? {} : { flushIntervalMs }),
+    ...(checkpoint === undefined ? {} : { checkpoint }),
+    ...(readCaches === undefined ? {} : { readCaches }),
+  });
   return {
     sqlite,
     stateStore: sqlite.stateStore,

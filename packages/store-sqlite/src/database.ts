@@ -4,6 +4,7 @@ import { AgentError, StateCommitError } from '@helix-agents/sdk';
 import BetterSqlite3 from 'better-sqlite3';
 import { BackgroundCheckpointer, type SqliteCheckpointMode } from './checkpointer.js';
 import { migrateSqlite } from './migrations.js';
+import { connectionCaches, type CacheEffect } from './read-cache.js';
 
 /** Where {@link SqliteDatabase.open} puts the database by default: a project-local folder. */
 export const DEFAULT_SQLITE_PATH = '.helix/helix.db';
@@ -26,6 +27,12 @@ export interface SqliteDatabaseOptions {
    * {@link SqliteCheckpointMode}. Ignored for `:memory:`.
    */
   readonly checkpoint?: SqliteCheckpointMode;
+  /**
+   * Internal, for tests and benchmarks: `false` turns off the connection's read caches (a step's commit
+   * then reads its session's fence and its stream's owner from the file, as every other connection's
+   * commit could have changed them). Default true; docs/durability.md says why they are always exact.
+   */
+  readonly readCaches?: boolean;
 }
 
 const handles = new WeakMap<SqliteDatabase, BetterSqlite3.Database>();
@@ -81,6 +88,7 @@ export class SqliteDatabase {
       if (!memory) db.pragma('journal_mode = WAL');
       db.pragma(`synchronous = ${synchronous === 'FULL' ? 'FULL' : 'NORMAL'}`);
       applied = migrateSqlite(db).map((m) => m.version);
+      connectionCaches(db).enabled = options.readCaches !== false;
     } catch (error) {
       db.close();
       throw AgentError.isInstance(error) ? error : openFailed(path, error);
@@ -164,17 +172,48 @@ export function joinWrites(database: SqliteDatabase, participant: WriteParticipa
   participants.set(db, list);
 }
 
-/** Wraps `fn` in a write transaction (BEGIN IMMEDIATE: the write lock is taken up front, so the fence check and the write cannot interleave with another writer). */
-export function immediate<A extends unknown[], R>(db: BetterSqlite3.Database, fn: (...args: A) => R): (...args: A) => R {
-  const transaction = db.transaction(fn);
+/**
+ * Wraps `fn` in a write transaction (BEGIN IMMEDIATE: the write lock is taken up front, so the fence check
+ * and the write cannot interleave with another writer). `effect` says what `fn`'s writes do to the
+ * connection's read caches (read-cache.ts): `'keeps'` only for a path that updates or drops every cache entry
+ * its writes touch; any other path clears them. A transaction that throws (rolled back) always clears them.
+ */
+export function immediate<A extends unknown[], R>(db: BetterSqlite3.Database, fn: (...args: A) => R, effect: CacheEffect = 'clears'): (...args: A) => R {
+  const caches = connectionCaches(db);
+  const keeps = effect === 'keeps';
+  const transaction = db.transaction((...args: A): R => {
+    // Inside BEGIN IMMEDIATE: no other writer can commit between this check and the writes.
+    if (keeps) caches.begin();
+    else caches.invalidate();
+    const result = fn(...args);
+    if (keeps) caches.end();
+    else caches.invalidate();
+    return result;
+  });
+  const nested = db.transaction(fn);
   const counter = counterOf(db);
   const checkpointer = checkpointers.get(db);
   // better-sqlite3 types transactions through `any`; this keeps the caller's signature exact.
   return (...args: A) => {
-    if (db.inTransaction) return transaction.immediate(...args) as R;
+    if (db.inTransaction) {
+      // A savepoint in a transaction someone else began: it did not check the stamp, so nothing cached is
+      // used in it, and a path that does not keep the caches clears them (the outer transaction may still
+      // roll back what it wrote).
+      if (!keeps || !caches.usable) caches.invalidate();
+      try {
+        return nested.immediate(...args) as R;
+      } catch (error) {
+        caches.invalidate();
+        throw error;
+      }
+    }
     counter.count++;
     try {
       return transaction.immediate(...args) as R;
+    } catch (error) {
+      // Rolled back: an entry set or dropped in it may describe writes the file no longer holds.
+      caches.invalidate();
+      throw error;
     } finally {
       checkpointer?.afterWrite();
     }
@@ -183,17 +222,22 @@ export function immediate<A extends unknown[], R>(db: BetterSqlite3.Database, fn
 
 /**
  * Like {@link immediate}, and the connection's participants (queued stream chunks) write in the same
- * transaction, before `fn`: one commit carries both.
+ * transaction, before `fn`: one commit carries both. A participant must keep the read caches.
  */
-export function joined<A extends unknown[], R>(db: BetterSqlite3.Database, fn: (...args: A) => R): (...args: A) => R {
+export function joined<A extends unknown[], R>(db: BetterSqlite3.Database, fn: (...args: A) => R, effect: CacheEffect = 'clears'): (...args: A) => R {
   let settle: ((committed: boolean) => void)[] = [];
-  const run = immediate(db, (...args: A): R => {
-    for (const participant of participants.get(db) ?? []) {
-      const done = participant.write();
-      if (done) settle.push(done);
-    }
-    return fn(...args);
-  });
+  // The participants keep the caches (the stream manager's writes do): the effect is `fn`'s.
+  const run = immediate(
+    db,
+    (...args: A): R => {
+      for (const participant of participants.get(db) ?? []) {
+        const done = participant.write();
+        if (done) settle.push(done);
+      }
+      return fn(...args);
+    },
+    effect,
+  );
   return (...args: A) => {
     settle = [];
     let result: R;

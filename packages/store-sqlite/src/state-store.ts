@@ -51,6 +51,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import type { SqliteDatabase } from './database.js';
 import { deferred, handleOf, immediate, joined } from './database.js';
 import { schemaTooNew, SQLITE_RECORD_VERSION } from './migrations.js';
+import { connectionCaches, type ReadCache } from './read-cache.js';
 import { UsageTable } from './usage-store.js';
 
 interface SessionRow {
@@ -109,6 +110,20 @@ interface FenceRow extends SessionRow {
   head_run_steps: string;
   head_state_ref: number;
 }
+
+/**
+ * A session's fence as the last commit on this connection left it (read-cache.ts): the session and run
+ * columns of the fence row (its head columns are not read), the head that commit wrote, and the run's step
+ * set already parsed. Valid only for commits of `head.run_id`.
+ */
+interface CachedFence {
+  readonly row: FenceRow;
+  readonly head: HeadRow;
+  readonly committedSteps: StepSet;
+}
+
+/** How many sessions' fences a connection keeps (the oldest goes first). */
+const FENCE_CACHE_SIZE = 1_024;
 
 /** What renew, claim and a journal append read: the run and its session's current run id, in one lookup. */
 interface RunFenceRow {
@@ -204,6 +219,8 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
   readonly #prune: () => { journalEntries: number; records: number; trimmed: number };
   readonly #usage: UsageTable;
   readonly #q: ReturnType<typeof prepare>;
+  /** The fences the last commits left, per session id: shared by every state store on the connection. */
+  readonly #fences: ReadCache<CachedFence>;
   readonly #beginRun: (request: BeginRunRequest) => BeginRunResult;
   readonly #commitBatch: (commits: readonly Commit[]) => Outcome<CommitReceipt>[];
   #queue: PendingCommit[] = [];
@@ -224,7 +241,10 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
     this.#usage = new UsageTable(db);
     const q = prepare(db);
     this.#q = q;
-    this.#beginRun = immediate(db, (request) => this.#doBeginRun(request));
+    const fences = connectionCaches(db).cache<CachedFence>('fence', FENCE_CACHE_SIZE);
+    this.#fences = fences;
+    // The write paths that touch one session's rows drop its fence and keep the others; prune clears all.
+    this.#beginRun = immediate(db, (request) => this.#doBeginRun(request), 'keeps');
     // Group commit: the commits issued in one tick (concurrent sessions) share one transaction, each in
     // its own savepoint, so that a refused commit rolls back alone while the others share one WAL sync.
     const one = db.transaction((commit: Commit) => this.#doCommit(commit));
@@ -235,16 +255,19 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
         try {
           return { ok: true, value: one(commit) as CommitReceipt };
         } catch (error) {
+          // Its savepoint rolled back: whatever it cached is not in the file.
+          fences.drop(commit.sessionId);
           return { ok: false, error };
         }
       });
-    });
+    }, 'keeps');
     // Commits queued when the connection closes still land (or fail) before it goes.
     database.onClose(() => this.#flush());
-    this.#renew = immediate(db, (runId, epoch, leaseMs, now) => this.#doRenew(runId, epoch, leaseMs, now));
-    this.#claim = immediate(db, (runId, owner, leaseMs, now, takeover) => this.#doClaim(runId, owner, leaseMs, now, takeover));
-    this.#append = joined(db, (entry) => this.#doAppend(entry));
-    this.#requestStop = immediate(db, (runId, request) => this.#doRequestStop(runId, request));
+    // A renewal writes the lease and an append the journal, neither of which a fence holds.
+    this.#renew = immediate(db, (runId, epoch, leaseMs, now) => this.#doRenew(runId, epoch, leaseMs, now), 'keeps');
+    this.#claim = immediate(db, (runId, owner, leaseMs, now, takeover) => this.#doClaim(runId, owner, leaseMs, now, takeover), 'keeps');
+    this.#append = joined(db, (entry) => this.#doAppend(entry), 'keeps');
+    this.#requestStop = immediate(db, (runId, request) => this.#doRequestStop(runId, request), 'keeps');
     const del = {
       commits: db.prepare<[number]>('DELETE FROM commits WHERE sid = ?'),
       journal: db.prepare<[string]>('DELETE FROM journal WHERE run_id IN (SELECT run_id FROM runs WHERE session_id = ?)'),
@@ -253,19 +276,24 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
       session: db.prepare<[number]>('DELETE FROM sessions WHERE sid = ?'),
     };
     // One transaction: the session goes with everything it holds, or nothing goes.
-    this.#deleteSession = immediate(db, (sessionId: string) => {
-      const row = q.session.get(sessionId);
-      if (!row) return false;
-      const current = row.current_run_id === null ? undefined : this.#run(row.current_run_id);
-      const refused = planDeleteSession({ sessionId, currentRun: current && { runId: current.runId, status: current.status } });
-      if (refused) throw refused;
-      del.commits.run(row.sid);
-      del.journal.run(sessionId);
-      del.runs.run(sessionId);
-      del.usage.run(sessionId);
-      del.session.run(row.sid);
-      return true;
-    });
+    this.#deleteSession = immediate(
+      db,
+      (sessionId: string) => {
+        fences.drop(sessionId);
+        const row = q.session.get(sessionId);
+        if (!row) return false;
+        const current = row.current_run_id === null ? undefined : this.#run(row.current_run_id);
+        const refused = planDeleteSession({ sessionId, currentRun: current && { runId: current.runId, status: current.status } });
+        if (refused) throw refused;
+        del.commits.run(row.sid);
+        del.journal.run(sessionId);
+        del.runs.run(sessionId);
+        del.usage.run(sessionId);
+        del.session.run(row.sid);
+        return true;
+      },
+      'keeps',
+    );
     // Journals of runs that are not their session's current run (left by versions before K1 dropped them).
     const deadJournals = db.prepare(
       `DELETE FROM journal WHERE run_id IN (SELECT DISTINCT j.run_id FROM journal j LEFT JOIN runs r ON r.run_id = j.run_id
@@ -444,6 +472,8 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
   // ---- the transactions (each runs inside BEGIN IMMEDIATE ... COMMIT) ----
 
   #doBeginRun(request: BeginRunRequest): BeginRunResult {
+    // K1 rewrites the session's row, head and runs.
+    this.#fences.drop(request.sessionId);
     const found = this.#q.session.get(request.sessionId);
     if (found) this.#checkRecord('session', found.record_version);
     const head = found ? this.#head(found.sid) : undefined;
@@ -533,17 +563,42 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
   }
 
   #doCommit(commit: Commit): CommitReceipt {
-    const fence = this.#q.fence.get(commit.runId, commit.sessionId);
-    if (fence) this.#checkRecord('session', fence.record_version);
-    const head = fence ? headOf(fence) : undefined;
-    const plan = orThrow(planCommit({ session: fence && head ? sessionHeader(fence, head, this.#turnOf(fence.turn)) : undefined, run: fence && head && committingRun(fence, head, commit.runId) }, commit));
+    // The fence the last commit of this run left on this connection, when nothing else wrote since (read-cache.ts).
+    const cached = this.#fences.get(commit.sessionId);
+    const hit = cached !== undefined && cached.head.run_id === commit.runId ? cached : undefined;
+    const fence = hit ? hit.row : this.#q.fence.get(commit.runId, commit.sessionId);
+    if (fence && !hit) this.#checkRecord('session', fence.record_version);
+    const head = hit ? hit.head : fence ? headOf(fence) : undefined;
+    const run = fence && head && committingRun(fence, head, commit.runId, hit?.committedSteps);
+    const plan = orThrow(planCommit({ session: fence && head ? sessionHeader(fence, head, this.#turnOf(fence.turn)) : undefined, run }, commit));
     // Accepted: the session and its head exist.
-    const id = this.#writeCommit(commit, plan, fence!.sid, head!);
+    const runSteps = JSON.stringify(plan.run.committedSteps);
+    const { id, stateRef } = this.#writeCommit(commit, plan, fence!.sid, head!, runSteps);
+    if (plan.turnChanged || plan.runPatch) {
+      // A turn's start and a run's status change rewrite more than the head: read again next time.
+      this.#fences.drop(commit.sessionId);
+    } else {
+      const { session } = plan;
+      // The session and run columns are unchanged (no turn, no status change); the head is the row just written.
+      const next: HeadRow = {
+        version: session.version,
+        run_id: commit.runId,
+        message_count: session.messageCount,
+        step_count: session.stepCount,
+        run_step_count: plan.run.stepCount,
+        run_steps: runSteps,
+        state_ref: stateRef,
+      };
+      this.#fences.set(commit.sessionId, { row: fence!, head: next, committedSteps: plan.run.committedSteps });
+    }
     return { version: plan.session.version, messageCount: plan.session.messageCount, ...(plan.checkpoint ? { checkpointId: `cp_${id}` } : {}) };
   }
 
-  /** Writes a commit's plan: the turn, one commits row (with the messages it appends), the journal drop, the runs row if it changes. Returns the commits row's id. */
-  #writeCommit(commit: Commit, plan: CommitPlan, sid: number, head: HeadRow): number {
+  /**
+   * Writes a commit's plan: the turn, one commits row (with the messages it appends), the journal drop, the
+   * runs row if it changes. Returns the commits row's id and the id of the row holding the session's state now.
+   */
+  #writeCommit(commit: Commit, plan: CommitPlan, sid: number, head: HeadRow, runSteps: string): { id: number; stateRef: number } {
     const q = this.#q;
     const { session, append } = plan;
     const messages = append.messages.length === 0 ? null : JSON.stringify(append.messages);
@@ -558,7 +613,7 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
       session.messageCount,
       session.stepCount,
       plan.run.stepCount,
-      JSON.stringify(plan.run.committedSteps),
+      runSteps,
       stateText,
       stateText === null ? head.state_ref : null,
       plan.checkpoint?.kind ?? null,
@@ -573,7 +628,8 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
     // The runs row changes only when the run's status or result does, not on every step.
     const patch = plan.runPatch;
     if (patch) q.updateRun.run(plan.run.stepCount, patch.status ?? null, patch.endedAt ?? null, json(patch.output), json(patch.error), json(patch.suspension), commit.runId);
-    return Number(lastInsertRowid);
+    const id = Number(lastInsertRowid);
+    return { id, stateRef: stateText === null ? head.state_ref : id };
   }
 
   #doRenew(runId: string, epoch: number, leaseMs: number, now: number): RunLease {
@@ -587,6 +643,8 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
     const q = this.#q;
     const fence = this.#runFence(runId);
     const { lease } = orThrow(planClaimRun({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined }, runId, owner, leaseMs, now, takeover));
+    // The epoch moves: the session's cached fence (which holds it) goes.
+    this.#fences.drop(fence!.session_id);
     q.claim.run(lease.epoch, lease.owner, lease.expiresAt, runId);
     // Accepted: the run is its session's current run, so both rows exist.
     return { session: this.#snapshot(q.session.get(fence!.session_id)!), run: this.#run(runId)!, lease, journal: q.journal.all(runId).map(journalEntry) };
@@ -595,6 +653,8 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
   #doRequestStop(runId: string, request: StopRequest): RunRecord | undefined {
     const fence = this.#runFence(runId);
     const { write } = orThrow(planRequestStop({ run: fence && runHeaderOf(fence) }, request));
+    // A fence does not hold the stop request; dropped all the same, as the run's row changes.
+    if (fence) this.#fences.drop(fence.session_id);
     if (write) this.#q.requestStop.run(JSON.stringify(write), runId);
     return this.#run(runId);
   }
@@ -813,7 +873,7 @@ function headOf(fence: FenceRow): HeadRow {
  * The run a commit names, as the rules read it, or undefined when there is no such run. Only the current
  * run commits, and its K1 wrote a commits row: the head's step count and step set are the current run's.
  */
-function committingRun(fence: FenceRow, head: HeadRow, runId: string): CommittingRun | undefined {
+function committingRun(fence: FenceRow, head: HeadRow, runId: string, parsedSteps?: StepSet): CommittingRun | undefined {
   if (fence.run_status === null || fence.run_epoch === null) return undefined;
   const isHead = head.run_id === runId;
   return {
@@ -821,7 +881,7 @@ function committingRun(fence: FenceRow, head: HeadRow, runId: string): Committin
     status: fence.run_status,
     epoch: fence.run_epoch,
     stepCount: isHead ? head.run_step_count : 0,
-    committedSteps: isHead ? (JSON.parse(head.run_steps) as StepSet) : NO_STEPS,
+    committedSteps: isHead ? (parsedSteps ?? (JSON.parse(head.run_steps) as StepSet)) : NO_STEPS,
   };
 }
 

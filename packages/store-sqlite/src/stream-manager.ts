@@ -5,6 +5,7 @@ import type { Prunable, PruneReport, RetentionPolicy, StreamChunkInput, StreamWr
 import type { SqliteDatabase } from './database.js';
 import { deferred, handleOf, immediate, joinWrites } from './database.js';
 import { batchColumns, packChunk, SharedFields, unpackChunks, type PackedChunk } from './packing.js';
+import { connectionCaches } from './read-cache.js';
 
 /** Options of {@link SqliteStreamManager}. */
 export interface SqliteStreamManagerOptions {
@@ -81,6 +82,16 @@ const SPAN = 4_294_967_296;
  */
 const INT = 'CAST(? AS INTEGER)';
 
+/** What a write reads of a stream: its key, its owner and the seq its next chunk gets (read-cache.ts caches it per connection). */
+interface StreamHead {
+  readonly sk: number;
+  readonly runId: string;
+  readonly next: number;
+}
+
+/** How many streams' heads a connection keeps (the oldest goes first). */
+export const STREAM_CACHE_SIZE = 1_024;
+
 /** How many rows (each the chunks one transaction wrote to the stream) a reader fetches per query. */
 const PAGE = 100;
 
@@ -153,10 +164,13 @@ export class SqliteStreamManager implements StreamManager, Prunable {
                AND ${lastOf('t', 'type')} IN ('end', 'error')))
          LIMIT ${PRUNE_BATCH})`,
     );
+    // A prune rewrites claims' next seqs: it clears the caches (the default).
     this.#pruneBatch = immediate(db, (cutoff: number) => {
       keepSeqs.run();
       return pruneBatches.run(cutoff).changes;
     });
+    // The owner and next seq of the streams this connection wrote last, kept by every write path below.
+    const heads = connectionCaches(db).cache<StreamHead>('stream', STREAM_CACHE_SIZE);
     const upsertOwner = db.prepare<[string, string], { sk: number; next_seq: number }>(
       'INSERT INTO stream_owners (stream_id, run_id, next_seq) VALUES (?, ?, 0) ON CONFLICT (stream_id) DO UPDATE SET run_id = excluded.run_id RETURNING sk, next_seq',
     );
@@ -176,10 +190,15 @@ export class SqliteStreamManager implements StreamManager, Prunable {
     );
     /** The seq the stream's next chunk gets: after its last stored chunk, and never below its claim's record. */
     const nextSeq = (recorded: number, last: number | null | undefined): number => (last === undefined || last === null || last < recorded ? recorded : last + 1);
-    this.#claim = immediate(db, (streamId: string, runId: string) => {
-      const claimed = upsertOwner.get(streamId, runId)!;
-      return nextSeq(claimed.next_seq, lastSeq.get(streamId));
-    });
+    this.#claim = immediate(
+      db,
+      (streamId: string, runId: string) => {
+        heads.drop(streamId);
+        const claimed = upsertOwner.get(streamId, runId)!;
+        return nextSeq(claimed.next_seq, lastSeq.get(streamId));
+      },
+      'keeps',
+    );
     // The chunks a transaction accepts for one stream go in one row (one B-tree append, not one per chunk).
     const writeRows = (batch: readonly PendingWrite[]): boolean[] => {
       const streams = new Map<string, { sk: number; runId: string; first: number; bodies: PackedChunk[] } | null>();
@@ -187,8 +206,12 @@ export class SqliteStreamManager implements StreamManager, Prunable {
       for (const write of batch) {
         let stream = streams.get(write.streamId);
         if (stream === undefined) {
-          const row = owner.get(write.streamId);
-          stream = row ? { sk: row.sk, runId: row.run_id, first: nextSeq(row.next_seq, row.last_seq), bodies: [] } : null;
+          const cached = heads.get(write.streamId);
+          if (cached) stream = { sk: cached.sk, runId: cached.runId, first: cached.next, bodies: [] };
+          else {
+            const row = owner.get(write.streamId);
+            stream = row ? { sk: row.sk, runId: row.run_id, first: nextSeq(row.next_seq, row.last_seq), bodies: [] } : null;
+          }
           streams.set(write.streamId, stream);
         }
         if (stream === null || stream.runId !== write.runId) {
@@ -198,16 +221,18 @@ export class SqliteStreamManager implements StreamManager, Prunable {
         stream.bodies.push(write.chunk);
         results.push(true);
       }
-      for (const stream of streams.values()) {
+      for (const [streamId, stream] of streams) {
         if (!stream || stream.bodies.length === 0) continue;
         const last = stream.first + stream.bodies.length - 1;
         if (last >= SPAN) throw new AgentError('stream_closed', `A stream holds at most ${SPAN} chunks.`);
         const { bodies, shared } = batchColumns(stream.bodies);
         insertBatch.run(stream.sk, last, stream.first, stream.runId, bodies, shared);
+        // What the next write of the stream would read: the same owner, the seq after this batch.
+        heads.set(streamId, { sk: stream.sk, runId: stream.runId, next: last + 1 });
       }
       return results;
     };
-    this.#writeBatch = immediate(db, writeRows);
+    this.#writeBatch = immediate(db, writeRows, 'keeps');
     // The chunks queued so far ride in the next state commit's transaction on this connection.
     joinWrites(database, {
       write: () => {
@@ -227,10 +252,15 @@ export class SqliteStreamManager implements StreamManager, Prunable {
       `DELETE FROM stream_batches WHERE key IN (SELECT b.key FROM stream_owners o JOIN stream_batches b ON b.key >= o.sk * ${SPAN} AND b.key < (o.sk + 1) * ${SPAN} WHERE o.stream_id = ?)`,
     );
     const deleteOwner = db.prepare<[string]>('DELETE FROM stream_owners WHERE stream_id = ?');
-    this.#delete = immediate(db, (streamId: string) => {
-      deleteChunks.run(streamId);
-      deleteOwner.run(streamId);
-    });
+    this.#delete = immediate(
+      db,
+      (streamId: string) => {
+        heads.drop(streamId);
+        deleteChunks.run(streamId);
+        deleteOwner.run(streamId);
+      },
+      'keeps',
+    );
     database.onClose(() => {
       this.#clearTimer();
       this.#flush();

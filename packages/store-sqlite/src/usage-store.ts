@@ -25,7 +25,8 @@ export class UsageTable {
     const committedOfSession = db.prepare<[number], string>('SELECT usage FROM commits WHERE sid = ? AND usage IS NOT NULL ORDER BY version').pluck();
     const sidOfSession = db.prepare<[string], number>('SELECT sid FROM sessions WHERE session_id = ?').pluck();
     const sidOfRun = db.prepare<[string], number>('SELECT s.sid FROM runs r JOIN sessions s ON s.session_id = r.session_id WHERE r.run_id = ?').pluck();
-    this.#recordMany = immediate(db, (entries: readonly UsageEntry[]) => this.insert(entries));
+    // The usage table is in no read cache (read-cache.ts): its writes keep them.
+    this.#recordMany = immediate(db, (entries: readonly UsageEntry[]) => this.insert(entries), 'keeps');
     this.#rollup = deferred(db, (filter: UsageFilter) => {
       // A run's committed usage is in its session's commits rows; a session's, in its own.
       const sid = filter.sessionId !== undefined ? sidOfSession.get(filter.sessionId) : filter.runId !== undefined ? sidOfRun.get(filter.runId) : undefined;
