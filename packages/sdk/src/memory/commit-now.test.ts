@@ -87,7 +87,7 @@ describe('the in-memory store commits a step without a promise, and only through
   it('a step commit the store itself refuses (a fenced-out run) throws on the synchronous path as it rejects on the other', async () => {
     const store = new InMemoryStateStore();
     const { executor } = setup({ stateStore: store });
-    // The first step's tool supersedes its own run's epoch by claiming the run again: its step commit is fenced.
+    // After the first step's tool, an afterTool hook takes the run over (a new epoch): the step's commit is fenced.
     const handle = await executor.execute(
       counterAgent(SCRIPT, {
         hooks: {
@@ -101,7 +101,8 @@ describe('the in-memory store commits a step without a promise, and only through
       { sessionId: 'sess' },
     );
     const result = await handle.result();
-    expect(result.status).not.toBe('completed');
+    expect(result.status).toBe('superseded');
+    expect(result.error).toMatchObject({ code: 'state_run_superseded' });
     const run = await store.getRun(result.runId);
     expect(run?.stepCount).toBe(0);
   });
