@@ -45,8 +45,12 @@ const HARD_LIMIT_WAIT_MS = 100;
 const ASK_WAIT_MS = 100;
 /** The longest the writer waits for the worker (ms): a restart ends by itself well within it; this only guards against a thread gone mid-round. */
 const WAIT_CAP_MS = 5_000;
-/** How long the worker sleeps when there is nothing to copy (ms). */
-const IDLE_MS = 20;
+/**
+ * The time between two rounds of the worker (ms), whether the last one copied frames or found nothing new.
+ * Each round that copies fsyncs the log and the database file; rounds back to back made those fsyncs
+ * compete with every commit's own (`synchronous = FULL`), and copied the same last pages again each time.
+ */
+export const CHECKPOINT_ROUND_MS = 20;
 
 /** The sizes that drive the checkpoints; the defaults are the constants above (tests use small ones). Package-internal. */
 export interface CheckpointLimits {
@@ -64,6 +68,8 @@ const DEFAULT_LIMITS: CheckpointLimits = { startAfter: CHECKPOINT_WORKER_AFTER, 
 
 /** What the connection and the worker counted, for tests and benchmarks. Package-internal. */
 export interface CheckpointCounts {
+  /** Passive checkpoints the worker ran: at most one every {@link CHECKPOINT_ROUND_MS}. */
+  readonly workerRounds: number;
   /** Restarting checkpoints of the worker that completed (the log starts again at the next commit). */
   readonly workerRestarts: number;
   /** Restarting checkpoints of the worker that a reader of an old snapshot (or another process's writer) kept from completing. */
@@ -82,6 +88,7 @@ export interface CheckpointCounts {
 // Then the worker's counters of CheckpointCounts, and PINNED: 1 when its last round found frames that a
 // reader of an older snapshot still uses (no restart can complete until that reader ends). HOLD: 1 while the
 // connection restarts the log itself (past the hard limit); the worker starts no round meanwhile.
+// WORKER_ROUNDS: the passive checkpoints the worker ran.
 const WRITES = 0;
 const ALIVE = 1;
 const ROUND = 2;
@@ -90,15 +97,16 @@ const WORKER_RESTARTS = 4;
 const WORKER_RESTARTS_BUSY = 5;
 const PINNED = 6;
 const HOLD = 7;
-const WORDS = 8;
+const WORKER_ROUNDS = 8;
+const WORDS = 9;
 const OPEN = 0;
 const ASKED = 1;
 const PAUSED = 2;
 
 // The worker is plain CommonJS, evaluated from this string, so it runs the same from the sources and from
 // the build, with no loader of its own. Each round is one passive checkpoint (it never waits for a lock),
-// skipped when nothing was written since the last; it runs the next round at once while rounds copy frames
-// (a round that races commits leaves the frames they added behind it), else after IDLE_MS. A log starts
+// skipped when nothing was written since the last, and runs CHECKPOINT_ROUND_MS after the one before: a
+// round copies every frame committed before it began, so a page many commits rewrote is copied once. A log starts
 // again from its beginning only after a checkpoint copied every frame with no commit in between, which
 // commits that never pause deny it; so past restartAbove pages the worker restarts the log. A restarting
 // checkpoint needs the write lock, and SQLite's busy handler only polls for it (sleeping 1 to 100 ms between
@@ -121,7 +129,6 @@ try {
 Atomics.store(shared, ${ALIVE}, 1);
 let timer;
 let seen = -1;
-let copied = -1;
 function restart() {
   Atomics.store(shared, ${GATE}, ${ASKED});
   Atomics.notify(shared, ${ROUND});
@@ -137,8 +144,9 @@ function restart() {
 }
 function checkpoint() {
   const [status] = db.pragma('wal_checkpoint(PASSIVE)');
+  Atomics.add(shared, ${WORKER_ROUNDS}, 1);
   // log -1: another connection holds the checkpoint lock, and nothing ran.
-  if (status.log < 0) return ${IDLE_MS};
+  if (status.log < 0) return;
   // Frames left behind past a few commits' worth: a reader of an older snapshot uses them, and a restart
   // would only wait for it with the writer paused.
   const pinned = status.log - status.checkpointed > Math.max(8, restartAbove >> 3);
@@ -147,21 +155,17 @@ function checkpoint() {
     const result = restart();
     if (result.log >= 0) Atomics.add(shared, result.busy === 0 ? ${WORKER_RESTARTS} : ${WORKER_RESTARTS_BUSY}, 1);
     seen = -1;
-    return ${IDLE_MS};
   }
-  const next = status.log > 0 && status.checkpointed !== copied ? 0 : ${IDLE_MS};
-  copied = status.checkpointed;
-  return next;
 }
 function round() {
-  let next = ${IDLE_MS};
+  let next = ${CHECKPOINT_ROUND_MS};
   const writes = Atomics.load(shared, ${WRITES});
   if (Atomics.load(shared, ${HOLD}) === 1) next = 1;
   else if (writes !== seen) {
     seen = writes;
     Atomics.store(shared, ${ROUND}, 1);
     try {
-      next = checkpoint();
+      checkpoint();
     } catch (error) {
       // A busy database (another process checkpointing, a migration) is tried at the next round.
       if (!(error && error.code === 'SQLITE_BUSY')) parentPort.postMessage({ warn: String(error && error.message || error) });
@@ -170,12 +174,11 @@ function round() {
       Atomics.notify(shared, ${ROUND});
     }
   }
-  timer = next === 0 ? setImmediate(round) : setTimeout(round, next);
+  timer = setTimeout(round, next);
 }
 parentPort.on('message', (message) => {
   if (message !== 'close') return;
   clearTimeout(timer);
-  clearImmediate(timer);
   Atomics.store(shared, ${ALIVE}, 0);
   try { db.close(); } catch {}
   parentPort.close();
@@ -270,6 +273,7 @@ export class BackgroundCheckpointer {
   /** What the connection and the worker did so far. */
   get counts(): CheckpointCounts {
     return {
+      workerRounds: Atomics.load(this.#shared, WORKER_ROUNDS),
       workerRestarts: Atomics.load(this.#shared, WORKER_RESTARTS),
       workerRestartsBusy: Atomics.load(this.#shared, WORKER_RESTARTS_BUSY),
       pauses: this.#pauses,

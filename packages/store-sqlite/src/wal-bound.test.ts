@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTempDatabases } from './__tests__/temp-databases.js';
-import { BackgroundCheckpointer, type CheckpointLimits, restartLogPast } from './checkpointer.js';
+import { BackgroundCheckpointer, CHECKPOINT_ROUND_MS, type CheckpointLimits, restartLogPast } from './checkpointer.js';
 
 // These tests drive the checkpointer on a plain connection with small limits, so that a few megabytes of log
 // show what the defaults do with tens: the worker's restart, the connection's hard limit, a pinning reader.
@@ -77,6 +77,32 @@ describe('the WAL stays bounded under a writer that never pauses', () => {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
+
+  it('the worker paces its rounds: under commits with no pause it runs at most one passive checkpoint every CHECKPOINT_ROUND_MS, and each copies what was committed before it (the file grows)', { timeout: 60_000 }, async () => {
+    // Back-to-back rounds fsynced the log and the file over and over beside every commit's own fsync.
+    const s = setup({ restartAbove: 1_000_000, hardLimit: 3_000_000, lookEvery: 1_000_000 });
+    await started(s);
+    const fileBefore = statSync(s.path).size;
+    const roundsBefore = s.checkpointer.counts.workerRounds;
+    const from = performance.now();
+    let written = 0;
+    while (performance.now() - from < 600) {
+      for (let i = 0; i < 10; i++) s.write();
+      written += 10;
+      await yieldNow();
+    }
+    const elapsed = performance.now() - from;
+    const rounds = s.checkpointer.counts.workerRounds - roundsBefore;
+    expect(written).toBeGreaterThan(100);
+    // One round may have begun just before the window and one may end just after it.
+    expect(rounds).toBeLessThanOrEqual(Math.ceil(elapsed / CHECKPOINT_ROUND_MS) + 2);
+    const deadline = Date.now() + 20_000;
+    while (statSync(s.path).size < fileBefore + written * 1_000) {
+      if (Date.now() > deadline) throw new Error('the rows did not reach the database file');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(s.checkpointer.counts.workerRounds).toBeGreaterThan(roundsBefore);
+  });
 
   it("the connection's restart says 'locked' and restarts nothing while another connection holds the checkpoint lock (SQLite answers with a busy row, not an error)", async () => {
     // No worker here: the one checkpoint besides the connection's is the other connection's below.
