@@ -85,6 +85,19 @@ async function timed(once: () => Promise<number>, work: number, runs = RUNS, war
   return (median(samples) * 1000) / work;
 }
 
+/**
+ * The bare loop with its zod schema made once for every run, as helix's agent makes its tool's once: the
+ * bare loop's own per-run cost (zod compiling a new schema at its first parse, about 55 µs) taken out. The
+ * "vs bare" ratios divide by the bare loop that makes its schema each run, the floor issue 17 set its targets
+ * against; this row says how much of that floor is the schema.
+ */
+const bareSchemaOnce: Variant = {
+  id: 'bare-schema-once-200',
+  name: 'bare loop, schema made once, N=200',
+  bare: 'bare-200',
+  measure: async () => ({ usPerStep: await timed(() => bareRun(200, { schemaOnce: true }), 200) }),
+};
+
 function bare(steps: number): Variant {
   return { id: `bare-${steps}`, name: `bare loop, N=${steps}`, bare: `bare-${steps}`, measure: async () => ({ usPerStep: await timed(() => bareRun(steps), steps) }) };
 }
@@ -224,6 +237,7 @@ const VARIANTS: Variant[] = [
   bare(10),
   bare(200),
   bare(1000),
+  bareSchemaOnce,
   helixMemory(10, 'observer'),
   helixMemory(200, 'observer'),
   helixMemory(1000, 'observer'),
@@ -308,6 +322,7 @@ if (heapChild >= 0) {
   for (const row of rows) console.log(row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
   const med = (id: string) => median((samples.get(id) ?? []).map((s) => s.usPerStep));
   if (samples.has('helix-observer-1000') && samples.has('helix-observer-10')) console.log(`\nflat in N: N=1000 over N=10 ${(med('helix-observer-1000') / med('helix-observer-10')).toFixed(2)}x`);
+  if (samples.has('bare-schema-once-200') && samples.has('helix-observer-200')) console.log(`one observer, N=200, over the bare loop with its schema made once: ${fmt(ratio('helix-observer-200', (_, rep) => samples.get('bare-schema-once-200')?.[rep]?.usPerStep))}`);
   if (samples.has('helix-every-point-200')) console.log(`every hook point over one observer: ${fmt(ratio('helix-every-point-200', (_, rep) => samples.get('helix-observer-200')?.[rep]?.usPerStep))}`);
   const heapOf = (which: 'warm' | 'cold'): Partial<HeapFigures> =>
     JSON.parse(execFileSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1]!, '--heap', which], { encoding: 'utf8' })) as Partial<HeapFigures>;

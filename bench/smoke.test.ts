@@ -13,6 +13,7 @@ import { bareConcurrent, bareRun, generateTextRun, helixBench, memoryStores, pos
 describe('bench smoke (untimed)', () => {
   it('the bare loop, helix in memory (each hook set, concurrent runs) and generateText complete their steps', async () => {
     expect(await bareRun(5)).toBeGreaterThanOrEqual(0);
+    expect(await bareRun(5, { schemaOnce: true })).toBeGreaterThanOrEqual(0);
     expect(await bareConcurrent(3, 4)).toBeGreaterThanOrEqual(0);
     for (const hooks of ['none', 'observer', 'every-point'] as const) expect(await helixBench(memoryStores(), 5, { hooks }).run()).toBeGreaterThanOrEqual(0);
     expect(await helixBench(memoryStores(), 4).concurrent(3)).toBeGreaterThanOrEqual(0);
