@@ -293,25 +293,37 @@ export class RunLauncher {
   ): RunSetup {
     const c = this.#config;
     c.usageStores?.remember(own.usageStore);
+    // One literal with every field, absent ones undefined: every run's setup has the same shape, and no
+    // conditional spread copies an object of its own (readers test each optional field against undefined).
     return {
-      ...own,
+      agent: own.agent,
+      model: own.model,
+      hooks: own.hooks,
+      writer: own.writer,
+      usageStore: own.usageStore,
+      sessionId: own.sessionId,
+      runId: own.runId,
+      turnId: own.turnId,
+      epoch: own.epoch,
+      executionHooks: own.executionHooks,
+      hookContext: own.hookContext,
       stateStore: c.stateStore,
       logger: c.logger,
       streamId: own.sessionId,
       abort: new AbortController(),
       strictTerminalHooks: c.strictTerminalHooks,
-      ...(c.journalModelReplies === 'always' ? { journalModelReplies: 'always' as const } : {}),
+      journalModelReplies: c.journalModelReplies === 'always' ? 'always' : undefined,
       auditHooks: c.auditHooks,
       depth: who.depth ?? 0,
       limits: resolveLimits(c.limits, own.agent.limits),
-      ...(c.children === undefined ? {} : { children: c.children }),
-      ...(who.parentSessionId === undefined ? {} : { parentSessionId: who.parentSessionId }),
-      ...(who.parentToolCallId === undefined ? {} : { parentToolCallId: who.parentToolCallId }),
-      ...(who.userId === undefined ? {} : { userId: who.userId }),
-      ...(who.tags === undefined ? {} : { tags: who.tags }),
-      ...(who.metadata === undefined ? {} : { metadata: who.metadata }),
-      ...(who.dryRun === true ? { dryRun: true } : {}),
-      ...(c.reconcile === undefined ? {} : { reconcile: c.reconcile }),
+      children: c.children,
+      parentSessionId: who.parentSessionId,
+      parentToolCallId: who.parentToolCallId,
+      userId: who.userId,
+      tags: who.tags,
+      metadata: who.metadata,
+      dryRun: who.dryRun === true ? true : undefined,
+      reconcile: c.reconcile,
     };
   }
 
