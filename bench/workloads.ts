@@ -56,9 +56,12 @@ export class ZeroLatencyAdapter implements LLMAdapter {
   }
 }
 
+/** A new zod schema of the `add` tool's input (`{ a, b }`): every workload's add tool, and the bare loop's per run. */
+const addSchema = () => z.object({ a: z.number(), b: z.number() });
+
 /** The agent every helix variant runs: one `add` tool without side effects. */
 function benchAgent(steps: number) {
-  const add = defineTool({ name: 'add', description: 'adds two numbers', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
+  const add = defineTool({ name: 'add', description: 'adds two numbers', inputSchema: addSchema(), execute: ({ a, b }) => a + b });
   // The adapter answers; this model is only the agent's declared model.
   return defineAgent({ name: 'bench', llmConfig: { model: createScriptedModel([{ text: 'unused' }]) }, tools: [add], maxSteps: steps + 1 });
 }
@@ -206,7 +209,7 @@ export async function generateTextRun(steps: number): Promise<number> {
   const result = await generateText({
     model,
     prompt: 'go',
-    tools: { add: tool({ description: 'adds two numbers', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: async ({ a, b }) => a + b }) },
+    tools: { add: tool({ description: 'adds two numbers', inputSchema: addSchema(), execute: async ({ a, b }) => a + b }) },
     stopWhen: stepCountIs(steps),
   });
   const elapsed = performance.now() - started;
@@ -220,7 +223,7 @@ interface BareMessage {
 }
 
 /** The bare loop's schema when it is made once for every run (`schemaOnce`), as helix's agent makes its tool's once. */
-const ADD_SCHEMA = z.object({ a: z.number(), b: z.number() });
+const ADD_SCHEMA = addSchema();
 
 /**
  * The floor: a hand-written tool loop doing the same work with nothing around it. An async model call
@@ -231,7 +234,7 @@ const ADD_SCHEMA = z.object({ a: z.number(), b: z.number() });
  */
 export async function bareRun(steps: number, options: { schemaOnce?: boolean } = {}): Promise<number> {
   const adapter = new ZeroLatencyAdapter(steps);
-  const schema = options.schemaOnce ? ADD_SCHEMA : z.object({ a: z.number(), b: z.number() });
+  const schema = options.schemaOnce ? ADD_SCHEMA : addSchema();
   const execute = async ({ a, b }: { a: number; b: number }): Promise<number> => a + b;
   let seen = 0;
   const observe = (): void => {

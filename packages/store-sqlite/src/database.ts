@@ -182,12 +182,15 @@ export function immediate<A extends unknown[], R>(db: BetterSqlite3.Database, fn
   const caches = connectionCaches(db);
   const keeps = effect === 'keeps';
   const transaction = db.transaction((...args: A): R => {
-    // Inside BEGIN IMMEDIATE: no other writer can commit between this check and the writes.
-    if (keeps) caches.begin();
-    else caches.invalidate();
+    // Inside BEGIN IMMEDIATE: no other writer can commit between this check and the writes. A path that
+    // clears them leaves the caches unusable while it runs, so its writes cannot set an entry.
+    if (!keeps) {
+      caches.invalidate();
+      return fn(...args);
+    }
+    caches.begin();
     const result = fn(...args);
-    if (keeps) caches.end();
-    else caches.invalidate();
+    caches.end();
     return result;
   });
   const nested = db.transaction(fn);

@@ -25,11 +25,6 @@ export type CacheEffect =
   /** It may write what the caches hold: they are cleared (the default of every unaudited path). */
   | 'clears';
 
-/** A cache of rows of one connection, which the connection can tell to forget everything. */
-interface Clearable {
-  clear(): void;
-}
-
 /**
  * The read caches of one connection and the stamp that says whether they still hold what the file holds.
  * Package-internal: the stores reach it through {@link connectionCaches}.
@@ -112,7 +107,7 @@ export class ConnectionCaches {
  * oldest entry goes when it is full. Its keeper sets an entry to what its transaction wrote, and drops
  * one its transaction changed otherwise.
  */
-export class ReadCache<V> implements Clearable {
+export class ReadCache<V> {
   readonly #connection: ConnectionCaches;
   readonly #capacity: number;
   readonly #entries = new Map<string, V>();
