@@ -323,6 +323,12 @@ if (heapChild >= 0) {
   const med = (id: string) => median((samples.get(id) ?? []).map((s) => s.usPerStep));
   if (samples.has('helix-observer-1000') && samples.has('helix-observer-10')) console.log(`\nflat in N: N=1000 over N=10 ${(med('helix-observer-1000') / med('helix-observer-10')).toFixed(2)}x`);
   if (samples.has('bare-schema-once-200') && samples.has('helix-observer-200')) console.log(`one observer, N=200, over the bare loop with its schema made once: ${fmt(ratio('helix-observer-200', (_, rep) => samples.get('bare-schema-once-200')?.[rep]?.usPerStep))}`);
+  // The floor differs between processes (its JIT settles differently from run to run; 0.66–1.25 µs a step were
+  // measured back to back), so the per-round ratio carries that spread: the medians of all rounds say it too.
+  if (samples.has('bare-200') && samples.has('helix-observer-200')) {
+    const floors = samples.get('bare-200')!.map((s) => s.usPerStep);
+    console.log(`one observer, N=200, median of its rounds over the bare loop's median: ${(med('helix-observer-200') / med('bare-200')).toFixed(1)}x (${med('helix-observer-200').toFixed(2)} µs over ${med('bare-200').toFixed(2)} µs; the bare loop's rounds ${Math.min(...floors).toFixed(2)}–${Math.max(...floors).toFixed(2)} µs)`);
+  }
   if (samples.has('helix-every-point-200')) console.log(`every hook point over one observer: ${fmt(ratio('helix-every-point-200', (_, rep) => samples.get('helix-observer-200')?.[rep]?.usPerStep))}`);
   const heapOf = (which: 'warm' | 'cold'): Partial<HeapFigures> =>
     JSON.parse(execFileSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1]!, '--heap', which], { encoding: 'utf8' })) as Partial<HeapFigures>;

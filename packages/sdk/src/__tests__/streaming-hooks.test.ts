@@ -51,6 +51,47 @@ describe('streaming hooks: onTextDelta and onThinking (rule 7)', () => {
     expect(chunks.indexOf(reasoning[2]!)).toBeLessThan(firstText);
   });
 
+  it('without a streaming handler, every attempt still streams its deltas as chunks of its own step (retries and later steps included)', async () => {
+    const { executor, streamManager } = setup();
+    // The run's attempts share one set of callbacks while nothing listens: each chunk must still carry the step it came in.
+    const handle = await executor.execute(
+      textAgent([
+        { textChunks: ['a', 'b'], toolCalls: [{ name: 'increment', args: { by: 1 } }] },
+        { error: { kind: 'network' } },
+        { reasoningChunks: ['r'], textChunks: ['c', 'd'] },
+      ]),
+      'go',
+    );
+    expect(await handle.result()).toMatchObject({ status: 'completed', output: 'cd' });
+    const chunks = streamManager.chunks(handle.sessionId);
+    const deltas = chunks.filter((c) => c.type === 'text_delta' || c.type === 'reasoning_delta').map((c) => [c.type, c.delta, c.stepIndex, c.runId === handle.runId]);
+    expect(deltas).toEqual([
+      ['text_delta', 'a', 0, true],
+      ['text_delta', 'b', 0, true],
+      ['reasoning_delta', 'r', 1, true],
+      ['reasoning_delta', '', 1, true],
+      ['text_delta', 'c', 1, true],
+      ['text_delta', 'd', 1, true],
+    ]);
+    // The failed attempt of step 1 was retried: two step_start chunks for that step.
+    expect(chunks.filter((c) => c.type === 'step_start').map((c) => [c.stepIndex, c.attempt])).toEqual([
+      [0, 1],
+      [1, 1],
+      [1, 2],
+    ]);
+  });
+
+  it('a streaming handler added for a later run of the session gets its deltas (the shared callbacks are per run, not per session)', async () => {
+    const { executor } = setup();
+    const agent = textAgent([{ text: 'one' }, { textChunks: ['t', 'wo'] }]);
+    const first = await executor.execute(agent, 'go');
+    await first.result();
+    const rec = createHookRecorder({ points: ['onTextDelta'] });
+    const second = await executor.execute(agent, 'again', { sessionId: first.sessionId, hooks: rec.hooks });
+    await second.result();
+    expect(rec.of('onTextDelta').map((c) => c.payload)).toEqual(['t', 'wo']);
+  });
+
   it('rule 7: a throwing or rejecting streaming hook is logged and never fails the run', async () => {
     const { executor, logger } = setup();
     const hooks: AgentHooks<unknown, unknown> = {

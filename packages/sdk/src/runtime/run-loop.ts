@@ -42,7 +42,12 @@ export async function runLoop(run: Run, adapter: LLMAdapter, start: RunStart): P
       // A conversation past maxMessages gets no further model call (the rows so far are committed).
       const rows = run.work.messages.length;
       if (rows > run.setup.limits.maxMessages) return await finish(run, { kind: 'fail', error: tooManyMessages(rows, run.setup.limits.maxMessages, false) }, progress.startHookFired);
-      const end = await step(run, adapter, warned, progress);
+      // A failed model call keeps what its attempts' hooks wrote; a failure after the reply keeps what afterLLMCall left.
+      progress.keep = 'current';
+      const reply = await modelReply(run, adapter, warned, scopeOf(STEP_OWNER));
+      // The rest of the step runs in this turn when nothing in it has to be waited for (no promise, no frame).
+      const stepped = afterReply(run, reply, progress);
+      const end = stepped instanceof Promise ? await stepped : stepped;
       if ('suspend' in end) return await suspend(run, end.suspend, true);
       if (end.ending) return await finish(run, end.ending, progress.startHookFired);
     }
@@ -53,33 +58,64 @@ export async function runLoop(run: Run, adapter: LLMAdapter, start: RunStart): P
   }
 }
 
-/** One step: the model's reply, its tools (in parallel) or a nudge, the guards, the exit hooks, the step commit. */
-async function step(run: Run, adapter: LLMAdapter, warned: Set<string>, progress: Progress): Promise<StepEnd> {
-  // A failed model call keeps what its attempts' hooks wrote; a failure after the reply keeps what afterLLMCall left.
-  progress.keep = 'current';
-  const reply = await modelReply(run, adapter, warned, scopeOf(STEP_OWNER));
+/** How a step that goes on to the next one ends (one object for every such step). */
+const GOES_ON: StepEnd = Object.freeze({ ending: undefined });
+
+/**
+ * One step after the model's reply: its tools (in parallel) or a nudge, the guards, the exit hooks, the step
+ * commit. The common step (calls that settle at once, no nudge, no stop, no onExit, a store that commits at
+ * once) gives its end at once; anything that has to wait goes on in {@link stepWithWaits}.
+ */
+function afterReply(run: Run, reply: StepSuccess, progress: Progress): StepEnd | Promise<StepEnd> {
   progress.keep = run.work.mark();
   const empty = reply.toolCalls.length === 0 && reply.text.trim() === '';
   const called = reply.toolCalls.length > 0 ? toolStep(run, reply.toolCalls) : [];
-  const outcomes = called instanceof Promise ? await called : called;
-  let ending = replyEnding(run, reply, outcomes, empty);
+  return called instanceof Promise ? called.then((outcomes) => stepOutcomes(run, reply, outcomes, empty, progress)) : stepOutcomes(run, reply, called, empty, progress);
+}
+
+/** The step once its calls settled: the afterStep guards, then the commit (at once) or {@link stepWithWaits}. */
+function stepOutcomes(run: Run, reply: StepSuccess, outcomes: readonly ToolOutcome[], empty: boolean, progress: Progress): StepEnd | Promise<StepEnd> {
+  const ending = replyEnding(run, reply, outcomes, empty);
   if (!run.aborted) {
     const tripped = firstTripped(run.guards.afterStep, { rows: outcomes.length > 0 ? run.work.pendingRows() : NO_ROWS, emptyReply: empty, spend: run.books.spend });
     if (tripped) throw tripped;
   }
-  if (reply.toolCalls.length === 0 && ending === undefined) await run.appendMessage({ role: 'user', content: empty ? NUDGE_EMPTY : NUDGE_FINISH });
+  const nudges = reply.toolCalls.length === 0 && ending === undefined;
+  if (nudges || run.aborted || exitHooksRun(run, ending)) return stepWithWaits(run, outcomes, empty, nudges, ending, progress);
+  const pending = pendingCalls(outcomes);
+  if (pending) return { suspend: pending };
+  return commitStep(run, ending, progress);
+}
+
+/** Whether the onExit chain runs for this ending (the run completes, not at maxSteps, and someone handles onExit). */
+function exitHooksRun(run: Run, ending: Ending | undefined): ending is { readonly kind: 'complete'; readonly output: unknown; readonly exitReason: Exclude<ExitReason, 'max_steps'> } {
+  return ending?.kind === 'complete' && ending.exitReason !== 'max_steps' && run.hooks.has('onExit');
+}
+
+/** The rest of a step with something to wait for: the nudge, a stop, a suspension, the exit hooks, then the commit. */
+async function stepWithWaits(run: Run, outcomes: readonly ToolOutcome[], empty: boolean, nudges: boolean, ending: Ending | undefined, progress: Progress): Promise<StepEnd> {
+  if (nudges) await run.appendMessage({ role: 'user', content: empty ? NUDGE_EMPTY : NUDGE_FINISH });
   if (run.aborted) stopAfterTools(run, outcomes);
   const pending = pendingCalls(outcomes);
   if (pending) return { suspend: pending };
   // The exit hooks may keep the run going; the step is committed either way.
-  if (ending?.kind === 'complete' && ending.exitReason !== 'max_steps' && run.hooks.has('onExit') && (await exitHooksContinue(run, ending.output, ending.exitReason))) ending = undefined;
+  let end = ending;
+  if (exitHooksRun(run, end) && (await exitHooksContinue(run, end.output, end.exitReason))) end = undefined;
+  return commitStep(run, end, progress);
+}
+
+/** The step commit (k3), then the next step's index. */
+function commitStep(run: Run, ending: Ending | undefined, progress: Progress): StepEnd | Promise<StepEnd> {
   crashPoint('before_k3');
   const committed = run.commit({ kind: 'step', stepIndex: run.stepCount, checkpoint: 'step', output: ending?.kind === 'complete' ? ending.output : undefined });
-  if (committed) await committed;
+  return committed ? committed.then(() => stepCommitted(run, ending, progress)) : stepCommitted(run, ending, progress);
+}
+
+function stepCommitted(run: Run, ending: Ending | undefined, progress: Progress): StepEnd {
   run.stepDone();
   progress.keep = 'current';
   crashPoint('after_k3');
-  return { ending };
+  return ending === undefined ? GOES_ON : { ending };
 }
 
 /**

@@ -13,6 +13,7 @@ import { RunBooks } from './run-books.js';
 import type { RunSetup } from './run-setup.js';
 import type { StepRecorder } from './step-recorder.js';
 import { guardsFor, type RunGuards } from './stop-conditions.js';
+import type { StreamCallbacks } from './stream-hooks.js';
 import { WorkingCopy } from './working-copy.js';
 
 /** The owner of writes made by run-level hooks (start work, terminal hooks, signals). */
@@ -80,6 +81,11 @@ export class Run implements HookHost {
       await this.emit({ type: 'custom', eventName, data, ...this.chunkBase() });
     },
   };
+  /**
+   * The stream callbacks the run's model attempts share while no onTextDelta / onThinking handler listens
+   * (stream-hooks.ts): made at the first such attempt, not one set per attempt.
+   */
+  plainStreamCallbacks: StreamCallbacks | undefined;
   #stepCount: number;
   #superseded: RunSupersededError | undefined;
   readonly #newerRun = new AbortController();

@@ -19,6 +19,8 @@ export interface StreamCallbacks {
 export function streamCallbacks(run: Run, stepIndex: number, stepScope: WriteScope): StreamCallbacks {
   const wantsText = run.hooks.has('onTextDelta');
   const wantsThinking = run.hooks.has('onThinking');
+  // Nobody listens: the attempt keeps no state of its own, so every such attempt of the run shares one set.
+  if (!wantsText && !wantsThinking) return (run.plainStreamCallbacks ??= plainCallbacks(run));
   let queue: Promise<void> | undefined;
   let block = '';
   // The hooks' writes are booked with the step's; their queued onStateChange are dropped (observers do not
@@ -49,6 +51,28 @@ export function streamCallbacks(run: Run, stepIndex: number, stepScope: WriteSco
     },
     drain() {
       return queue;
+    },
+  };
+}
+
+/**
+ * The stream callbacks of an attempt no onTextDelta / onThinking handler listens to: each delta is a chunk,
+ * and nothing is queued. Made once a run and shared by its attempts, so a chunk takes its step index from the
+ * run when the delta comes (an attempt's deltas come while it runs, within its step).
+ */
+function plainCallbacks(run: Run): StreamCallbacks {
+  return {
+    onTextDelta(delta) {
+      run.emitNoWait({ type: 'text_delta', stepIndex: run.stepCount, delta, ...run.chunkBase() });
+    },
+    onReasoningDelta(delta) {
+      run.emitNoWait({ type: 'reasoning_delta', stepIndex: run.stepCount, delta, ...run.chunkBase() });
+    },
+    onReasoningEnd() {
+      run.emitNoWait({ type: 'reasoning_delta', stepIndex: run.stepCount, delta: '', blockEnd: true, ...run.chunkBase() });
+    },
+    drain() {
+      return undefined;
     },
   };
 }
