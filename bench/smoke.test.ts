@@ -30,7 +30,7 @@ describe('bench smoke (untimed)', () => {
     expect(await generateTextRun(5)).toBeGreaterThanOrEqual(0);
   });
 
-  it('the promises a step creates are counted, not timed: with one observer a step whose hooks, model call and tool call answer at once makes at most 5 (4.4 measured; 6.4 while the step was an async function of its own, 18.4 and 44 before that)', async () => {
+  it('the promises a step creates are counted, not timed: with one observer a step whose hooks, model call and tool call answer at once makes fewer than 6 (4.4 measured; 6.4 while the step was an async function of its own, 18.4 and 44 before that)', async () => {
     const perRun = async (steps: number): Promise<number> => {
       const bench = helixBench(memoryStores(), steps);
       for (let i = 0; i < 3; i++) await bench.run();
@@ -40,7 +40,7 @@ describe('bench smoke (untimed)', () => {
     const perStep = ((await perRun(40)) - (await perRun(10))) / 30;
     // At least the adapter's reply and the model call's own: a count of zero means the counter broke.
     expect(perStep).toBeGreaterThanOrEqual(2);
-    expect(perStep).toBeLessThanOrEqual(5);
+    expect(perStep).toBeLessThan(6);
   });
 
   it('helix on SQLite: each further step of a run is exactly one write transaction (NORMAL and FULL), beside a working raw-commit floor', async () => {

@@ -52,7 +52,11 @@ export interface LLMStepRequest {
   readonly modelParameters: ModelParameters;
   /** Aborts the call (stop, or the per-call timeout). */
   readonly abortSignal: AbortSignal;
-  /** Called for each streamed text delta. */
+  /**
+   * Called for each streamed text delta. The stream callbacks belong to this call: an adapter calls them only
+   * while `generateStep` has not settled (a delta after that is not part of the reply, and the run may have
+   * moved on to its next step).
+   */
   readonly onTextDelta?: (delta: string) => void;
   /** Called for each streamed reasoning delta (a model's thinking, before or between its text). */
   readonly onReasoningDelta?: (delta: string) => void;

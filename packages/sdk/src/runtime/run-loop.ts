@@ -81,14 +81,14 @@ function stepOutcomes(run: Run, reply: StepSuccess, outcomes: readonly ToolOutco
     if (tripped) throw tripped;
   }
   const nudges = reply.toolCalls.length === 0 && ending === undefined;
-  if (nudges || run.aborted || exitHooksRun(run, ending)) return stepWithWaits(run, outcomes, empty, nudges, ending, progress);
+  if (nudges || run.aborted || runsExitHooks(run, ending)) return stepWithWaits(run, outcomes, empty, nudges, ending, progress);
   const pending = pendingCalls(outcomes);
   if (pending) return { suspend: pending };
   return commitStep(run, ending, progress);
 }
 
 /** Whether the onExit chain runs for this ending (the run completes, not at maxSteps, and someone handles onExit). */
-function exitHooksRun(run: Run, ending: Ending | undefined): ending is { readonly kind: 'complete'; readonly output: unknown; readonly exitReason: Exclude<ExitReason, 'max_steps'> } {
+function runsExitHooks(run: Run, ending: Ending | undefined): boolean {
   return ending?.kind === 'complete' && ending.exitReason !== 'max_steps' && run.hooks.has('onExit');
 }
 
@@ -100,17 +100,18 @@ async function stepWithWaits(run: Run, outcomes: readonly ToolOutcome[], empty: 
   if (pending) return { suspend: pending };
   // The exit hooks may keep the run going; the step is committed either way.
   let end = ending;
-  if (exitHooksRun(run, end) && (await exitHooksContinue(run, end.output, end.exitReason))) end = undefined;
+  if (end?.kind === 'complete' && end.exitReason !== 'max_steps' && runsExitHooks(run, end) && (await exitHooksContinue(run, end.output, end.exitReason))) end = undefined;
   return commitStep(run, end, progress);
 }
 
-/** The step commit (k3), then the next step's index. */
+/** The step commit (k3), then the step's end ({@link Run.commit} gives a native promise when it has to be waited for). */
 function commitStep(run: Run, ending: Ending | undefined, progress: Progress): StepEnd | Promise<StepEnd> {
   crashPoint('before_k3');
   const committed = run.commit({ kind: 'step', stepIndex: run.stepCount, checkpoint: 'step', output: ending?.kind === 'complete' ? ending.output : undefined });
   return committed ? committed.then(() => stepCommitted(run, ending, progress)) : stepCommitted(run, ending, progress);
 }
 
+/** After the step commit landed: the next step begins (its index grows by one); the step's end. */
 function stepCommitted(run: Run, ending: Ending | undefined, progress: Progress): StepEnd {
   run.stepDone();
   progress.keep = 'current';

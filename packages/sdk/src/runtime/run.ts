@@ -219,7 +219,7 @@ export class Run implements HookHost {
   /**
    * One fenced commit of the pending rows, the state when it changed, and the buffered usage. It returns
    * at once (or throws) when the store's commit has a synchronous form (`offerCommitNow`) and nothing else has to be
-   * waited for; a promise otherwise. Callers run it inside an async function, so a throw rejects there.
+   * waited for; a native promise otherwise (whatever thenable the store answers with). A throw reaches the caller at once: callers run it where the run's error handling catches it.
    */
   commit(fields: Pick<Commit, 'kind' | 'stepIndex' | 'checkpoint' | 'runStatus' | 'output' | 'error' | 'suspension'>): void | Promise<void> {
     const s = this.setup;
@@ -229,7 +229,8 @@ export class Run implements HookHost {
     const atomicUsage = usage.length > 0 && (s.usageStore as unknown) === s.stateStore;
     const commit = this.#commitOf(fields, atomicUsage ? usage.slice() : undefined);
     const now = commitNowOf(s.stateStore);
-    if (now === undefined) return s.stateStore.commit(commit).then(() => this.#committed(fields, atomicUsage));
+    // Through Promise.resolve: a store may answer with any thenable, and the loop waits only for a native promise.
+    if (now === undefined) return Promise.resolve(s.stateStore.commit(commit)).then(() => this.#committed(fields, atomicUsage));
     now.call(s.stateStore, commit);
     return this.#committed(fields, atomicUsage);
   }
