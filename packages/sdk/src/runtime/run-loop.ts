@@ -100,7 +100,7 @@ async function stepWithWaits(run: Run, outcomes: readonly ToolOutcome[], empty: 
   if (pending) return { suspend: pending };
   // The exit hooks may keep the run going; the step is committed either way.
   let end = ending;
-  if (end?.kind === 'complete' && end.exitReason !== 'max_steps' && runsExitHooks(run, end) && (await exitHooksContinue(run, end.output, end.exitReason))) end = undefined;
+  if (end?.kind === 'complete' && end.exitReason !== 'max_steps' && run.hooks.has('onExit') && (await exitHooksContinue(run, end.output, end.exitReason))) end = undefined;
   return commitStep(run, end, progress);
 }
 
