@@ -206,6 +206,25 @@ function toArtifact(info: FileInfo, sessionId: string): Artifact {
   });
 }
 
+let lastArtifactMs = 0;
+let artifactSeq = 0;
+
+/**
+ * A sortable artifact id: milliseconds, then a counter within the millisecond, then a random part.
+ * Artifacts list oldest first by path order, so two created in the same millisecond (or after the
+ * clock stepped back) must still sort in creation order within this process.
+ */
+function nextArtifactId(): string {
+  const now = Date.now();
+  if (now > lastArtifactMs) {
+    lastArtifactMs = now;
+    artifactSeq = 0;
+  } else {
+    artifactSeq += 1;
+  }
+  return `${lastArtifactMs.toString(36).padStart(9, '0')}-${artifactSeq.toString(36).padStart(4, '0')}-${randomUUID()}`;
+}
+
 /** Builds the artifacts facade of one session, tagging with `turnId` (the event's turn). */
 export function createSessionArtifacts(store: FileStore, agentName: string, sessionId: string, turnId: string | undefined): SessionArtifacts {
   const bucket = artifactBucket(agentName, sessionId);
@@ -217,8 +236,7 @@ export function createSessionArtifacts(store: FileStore, agentName: string, sess
       if (typeof input.name !== 'string' || input.name === '') throw new HookStoreError('hook_store_invalid_value', 'An artifact needs a non-empty name.');
       const text = typeof input.content === 'string';
       const mediaType = input.mediaType ?? (text ? 'text/plain; charset=utf-8' : 'application/octet-stream');
-      // A sortable id: artifacts list oldest first by path order.
-      const id = `${Date.now().toString(36).padStart(9, '0')}-${randomUUID()}`;
+      const id = nextArtifactId();
       const tags = tag(input.tags) as Readonly<Record<string, string>>;
       const info = await store.write(bucket, id, bytes(input.content), { name: input.name, mediaType, tags });
       return toArtifact(info, sessionId);

@@ -41,6 +41,15 @@ describe('defineHook', () => {
     expect(await files.list('session/bot/s1')).toHaveLength(1);
   });
 
+  it('rule 161: artifacts created within one millisecond still list oldest first (their ids sort in creation order)', async () => {
+    const ctx = createSessionHookContext({ session: { id: 's1' }, agentName: 'bot', turnId: 't1' });
+    const names = Array.from({ length: 200 }, (_, i) => `a${i}.txt`);
+    for (const name of names) await ctx.artifacts.create({ name, content: name });
+    const listed = await ctx.artifacts.list();
+    expect(listed.map((a) => a.name)).toEqual(names);
+    expect(new Set(listed.map((a) => a.id)).size).toBe(names.length);
+  });
+
   it('refuses keys outside the vocabulary and handlers that are not functions', () => {
     expect(() => defineHook({ events: { 'turn.complete': () => {} } as never })).toThrow(ConfigError);
     expect(() => defineHook({ events: { 'turn.completed': 'nope' } as never })).toThrow(/not a function/);
