@@ -339,6 +339,8 @@ if (heapChild >= 0) {
   const tableRows = (r: Record<string, number>) => Object.entries(r).map(([k, v]) => `${k} ${v}`).join(', ');
   const pages = await walPagesPerStep('NORMAL');
   console.log(`SQLite log pages (counted, not timed): ${pages.step.toFixed(2)} a helix step of N=100 (its run's start and end shared out), ${pages.raw.toFixed(2)} a raw 1 KB row commit: ${(pages.step / pages.raw).toFixed(2)}x`);
+  const together = await walPagesPerStep('NORMAL', 100, 2, 10);
+  console.log(`SQLite log pages with 10 runs of N=100 at once (group commit shares their transactions): ${together.step.toFixed(2)} a step; npm run bench:wal-trees says which tables and indexes they belong to`);
   console.log(`SQLite rows after ${HEAP_RUNS} turns of one session: ${tableRows(await retainedSqliteRows(HEAP_RUNS, 3, RETENTION))} with retention; ${tableRows(await retainedSqliteRows(HEAP_RUNS, 3))} without`);
   if (samples.has('helix-none-200')) console.log(`one observer over no hooks: ${fmt(ratio('helix-observer-200', (_, rep) => samples.get('helix-none-200')?.[rep]?.usPerStep))}`);
 }

@@ -8,6 +8,7 @@ import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { diffHeapSnapshots, HEAP_CATEGORIES } from './heap-snapshot.js';
 import { compareReadCaches, ratioText } from './read-cache.js';
+import { pagesPerRow } from './row-layouts.js';
 import { bareConcurrent, bareRun, generateTextRun, helixBench, memoryStores, postgresStores, promisesDuring, rawSqliteCommits, retainedHeapMb, sqliteStores, walPagesPerStep } from './workloads.js';
 
 describe('bench smoke (untimed)', () => {
@@ -82,6 +83,18 @@ describe('bench smoke (untimed)', () => {
     expect(pages.raw).toBeLessThan(3);
     expect(pages.step).toBeGreaterThan(pages.raw);
     expect(pages.step).toBeLessThan(8);
+    // Ten runs at once: a step still writes a bounded number of pages (3.5 in all, 2.6 of them its stream's chunk row).
+    const together = await walPagesPerStep('NORMAL', 20, 1, 10);
+    expect(together.step).toBeGreaterThan(0.5);
+    expect(together.step).toBeLessThan(8);
+  });
+
+  it('the row-layout bench counts what docs/performance.md reads from it: an index costs one run a page a row, clustering costs a group transaction of many sessions more', () => {
+    const one = { append: pagesPerRow('append', 1, 1, 700, 20), clustered: pagesPerRow('clustered', 1, 1, 700, 20) };
+    const many = { append: pagesPerRow('append', 10, 10, 700, 10), clustered: pagesPerRow('clustered', 10, 10, 700, 10) };
+    expect(one.append - one.clustered).toBeGreaterThan(0.8);
+    expect(many.clustered - many.append).toBeGreaterThan(1);
+    for (const pages of [one.append, one.clustered, many.append, many.clustered]) expect(pages).toBeGreaterThan(0);
   });
 
   it('helix on Postgres: each further step of a run is exactly one statement, beside a working raw-commit floor', async () => {

@@ -349,10 +349,11 @@ const WAL_FRAME_BYTES = 4096 + 24;
 /**
  * Pages a helix step writes to SQLite's log (the write-ahead log's frames: every page a transaction dirties
  * is one), beside a raw 1 KB row commit: counted, not timed, so a loaded machine cannot blur it. Both run
- * with checkpoints off while they are counted; the step figure is over `runs` further runs of `steps` steps
- * (their starts and ends included).
+ * with checkpoints off while they are counted; the step figure is over `runs` further rounds of `concurrent`
+ * runs of `steps` steps at once (their starts and ends included; runs at once share transactions, as group
+ * commit does).
  */
-export async function walPagesPerStep(synchronous: 'NORMAL' | 'FULL', steps = 100, runs = 5): Promise<{ step: number; raw: number }> {
+export async function walPagesPerStep(synchronous: 'NORMAL' | 'FULL', steps = 100, runs = 5, concurrent = 1): Promise<{ step: number; raw: number }> {
   const stores = sqliteStores(synchronous, undefined, 'inline');
   const dir = mkdtempSync(join(tmpdir(), 'helix-wal-'));
   const raw = new BetterSqlite3(join(dir, 'raw.db'));
@@ -360,7 +361,8 @@ export async function walPagesPerStep(synchronous: 'NORMAL' | 'FULL', steps = 10
   const walBytes = (file: string): number => statSync(`${file}-wal`).size;
   try {
     const bench = helixBench(stores, steps);
-    await bench.run();
+    const round = (): Promise<number> => (concurrent === 1 ? bench.run() : bench.concurrent(concurrent));
+    await round();
     // A reader whose snapshot is the file without a log keeps every checkpoint from copying a frame (or
     // starting the log again) while it is open, so the log's size counts every page the runs write.
     const reader = new BetterSqlite3(path);
@@ -368,8 +370,8 @@ export async function walPagesPerStep(synchronous: 'NORMAL' | 'FULL', steps = 10
     reader.exec('BEGIN');
     reader.prepare('SELECT count(*) FROM sessions').pluck().get();
     const before = walBytes(path);
-    for (let i = 0; i < runs; i++) await bench.run();
-    const step = (walBytes(path) - before) / WAL_FRAME_BYTES / (runs * steps);
+    for (let i = 0; i < runs; i++) await round();
+    const step = (walBytes(path) - before) / WAL_FRAME_BYTES / (runs * steps * concurrent);
     reader.exec('COMMIT');
     reader.close();
     raw.pragma('journal_mode = WAL');
