@@ -141,7 +141,7 @@ describe('SQLite schema and migrations', () => {
     raw.close();
     const stores = openSqliteStores({ path });
     try {
-      expect(stores.database.appliedMigrations).toEqual([5]);
+      expect(stores.database.appliedMigrations).toEqual([5, 6]);
       const read = async (): Promise<unknown[]> => {
         const out: unknown[] = [];
         for await (const c of stores.streamManager.read('st', { follow: false })) out.push(c);
@@ -154,7 +154,8 @@ describe('SQLite schema and migrations', () => {
       expect(await read()).toEqual(['a', 'b', 'c'].map((delta, seq) => ({ ...whole(seq, delta), seq })));
       const rows = handleOf(stores.database).prepare('SELECT bodies, shared FROM stream_batches ORDER BY key').all() as { bodies: string; shared: string | null }[];
       expect(rows[0]!.shared).toBeNull();
-      expect(JSON.parse(rows[1]!.shared!)).toEqual({ streamId: 'st', agentId: 'st', agentType: 'a', runId: 'r1' });
+      // Written by this version: the row's own stream and run, so only the agent type (schema version 6).
+      expect(JSON.parse(rows[1]!.shared!)).toEqual(['a']);
       expect(rows[1]!.bodies).not.toContain('"runId"');
     } finally {
       stores.close();
@@ -174,7 +175,7 @@ describe('SQLite schema and migrations', () => {
     raw.close();
     const stores = openSqliteStores({ path });
     try {
-      expect(stores.database.appliedMigrations).toEqual([4, 5]);
+      expect(stores.database.appliedMigrations).toEqual([4, 5, 6]);
       const read = async (): Promise<{ seq: number; delta?: string }[]> => {
         const out: { seq: number; delta?: string }[] = [];
         for await (const c of stores.streamManager.read('st', { follow: false })) out.push(c as { seq: number; delta?: string });
@@ -236,7 +237,7 @@ describe('SQLite schema and migrations', () => {
     raw.close();
     const stores = openSqliteStores({ path });
     try {
-      expect(stores.database.appliedMigrations).toEqual([4, 5]);
+      expect(stores.database.appliedMigrations).toEqual([4, 5, 6]);
       expect((await stores.stateStore.loadSession('s1'))?.messages).toEqual(conversation);
       expect((await stores.stateStore.loadCheckpoint('s1', step0.checkpointId!))?.messages).toEqual(conversation.slice(0, 3));
       expect((await stores.stateStore.loadCheckpoint('s1', turnStart.checkpointId!))?.messages).toEqual(conversation.slice(0, 1));

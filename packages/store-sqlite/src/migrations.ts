@@ -179,6 +179,16 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ALTER TABLE stream_batches ADD COLUMN shared TEXT;
     `,
   },
+  {
+    version: 6,
+    name: 'rows do not repeat the run fields their row already says',
+    // No table changes: the version says that rows may now be in a format older code cannot read, so that it
+    // refuses the file (state_schema_too_new) instead of misreading them. A batch row's `shared` may be a
+    // compact array (its chunks' agentType, and agentId when it is not the stream's id; their streamId is the
+    // row's stream, their runId its run_id), and a commits row's usage entries may lack the sessionId and
+    // runId of the row's own session and run (usage-store.ts). Rows written before read as they were.
+    sql: 'SELECT 1;',
+  },
 ];
 
 /** The schema version this code writes: the last migration's. */

@@ -42,10 +42,11 @@ describe('packed batch rows (the run fields stored once a row)', () => {
 
   it('a row of any chunks unpacks to exactly the chunks written: run fields equal to the row\'s, different, not strings, absent, or nested in the payload', () => {
     fc.assert(
-      fc.property(fc.array(chunkArb, { minLength: 1, maxLength: 8 }), (chunks) => {
+      // The row's own stream and run: the chunks' (their run fields stored compact) or others (stored whole).
+      fc.property(fc.array(chunkArb, { minLength: 1, maxLength: 8 }), fc.constantFrom([RUN.streamId, RUN.runId], [RUN.agentId, RUN.runId], [RUN.streamId, 'r2'], ['other', 'r3']), (chunks, [streamId, runId]) => {
         const fields = new SharedFields();
-        const { bodies, shared } = batchColumns(chunks.map((c) => packChunk(c, fields)));
-        expect(unpackChunks(bodies, shared)).toEqual(chunks.map(asStored));
+        const { bodies, shared } = batchColumns(chunks.map((c) => packChunk(c, fields)), streamId, runId);
+        expect(unpackChunks(bodies, shared, streamId, runId)).toEqual(chunks.map(asStored));
       }),
       { numRuns: 500 },
     );
@@ -54,7 +55,8 @@ describe('packed batch rows (the run fields stored once a row)', () => {
   it('a row of a run\'s plain chunks stores the four run fields once, not once a chunk', () => {
     const fields = new SharedFields();
     const chunks = Array.from({ length: 5 }, (_, i) => ({ ...RUN, type: 'text_delta', stepIndex: 0, delta: `d${i}`, timestamp: i }));
-    const { bodies, shared } = batchColumns(chunks.map((c) => packChunk(c, fields)));
+    // A row of another stream and run than the chunks': the four fields, as one JSON object.
+    const { bodies, shared } = batchColumns(chunks.map((c) => packChunk(c, fields)), 'other', 'r9');
     expect(JSON.parse(shared!)).toEqual(RUN);
     for (const value of Object.values(RUN)) expect(bodies.split(`"${value}"`).length - 1).toBe(0);
     // The row is the chunks without their run fields, and those fields once.
@@ -74,8 +76,22 @@ describe('packed batch rows (the run fields stored once a row)', () => {
     const fields = new SharedFields();
     const packed = [new Chunk(), withToJson].map((c) => packChunk(c, fields));
     expect(packed.map((p) => p.shared)).toEqual([undefined, undefined]);
-    const { bodies, shared } = batchColumns(packed);
-    expect(unpackChunks(bodies, shared)).toEqual([asStored(new Chunk()), { replaced: true }]);
+    const { bodies, shared } = batchColumns(packed, RUN.streamId, RUN.runId);
+    expect(unpackChunks(bodies, shared, RUN.streamId, RUN.runId)).toEqual([asStored(new Chunk()), { replaced: true }]);
+  });
+
+  it('a row of the chunks\' own stream and run stores only their agentType, and their agentId only when it is not the stream\'s id (schema version 6)', () => {
+    const chunk = (agentId: string, i: number) => ({ ...RUN, agentId, type: 'text_delta', stepIndex: 0, delta: `d${i}`, timestamp: i });
+    const own = Array.from({ length: 3 }, (_, i) => chunk(RUN.agentId, i));
+    const packed = batchColumns(own.map((c) => packChunk(c, new SharedFields())), RUN.streamId, RUN.runId);
+    expect(packed.shared).toBe(JSON.stringify([RUN.agentType, RUN.agentId]));
+    expect(unpackChunks(packed.bodies, packed.shared, RUN.streamId, RUN.runId)).toEqual(own);
+    // A session's own run: its agentId is the stream's id, so the row stores the agent type alone.
+    const session = Array.from({ length: 3 }, (_, i) => chunk(RUN.streamId, i));
+    const alone = batchColumns(session.map((c) => packChunk(c, new SharedFields())), RUN.streamId, RUN.runId);
+    expect(alone.shared).toBe(JSON.stringify([RUN.agentType]));
+    expect(unpackChunks(alone.bodies, alone.shared, RUN.streamId, RUN.runId)).toEqual(session);
+    for (const value of [RUN.streamId, RUN.runId]) expect(`${alone.bodies}${alone.shared}`.split(`"${value}"`).length - 1).toBe(0);
   });
 
   it('through the stream manager: chunks written in one transaction (one row) and alone read back deep-equal, with their seqs', async () => {
@@ -111,6 +127,26 @@ describe('packed batch rows (the run fields stored once a row)', () => {
         .run(JSON.stringify(old));
       const next = { ...RUN, type: 'text_delta', delta: 'c', timestamp: 3 } as unknown as StreamChunkInput;
       expect(await writer.write(next)).toBe(true);
+      const read: unknown[] = [];
+      for await (const c of stores.streamManager.read(RUN.streamId, { follow: false })) read.push(c);
+      expect(read).toEqual([...old, next].map((c, seq) => ({ ...c, seq })));
+    } finally {
+      stores.close();
+    }
+  });
+
+  it('rows written with schema version 5 (the run fields as one JSON object) read back as written, beside compact rows', async () => {
+    const stores = openSqliteStores({ path: temp.path() });
+    try {
+      const writer = await stores.streamManager.claim(RUN.streamId, RUN.runId);
+      const old = [0, 1].map((i) => ({ ...RUN, type: 'text_delta', delta: `v5-${i}`, timestamp: i }));
+      const { bodies } = batchColumns(old.map((c) => packChunk(c, new SharedFields())), 'other', 'r9');
+      handleOf(stores.database)
+        .prepare("INSERT INTO stream_batches (key, first_seq, run_id, bodies, shared) SELECT sk * 4294967296 + 1, 0, 'r1', ?, ? FROM stream_owners WHERE stream_id = 'st'")
+        .run(bodies, JSON.stringify(RUN));
+      const next = { ...RUN, type: 'text_delta', delta: 'v6', timestamp: 3 } as unknown as StreamChunkInput;
+      expect(await writer.write(next)).toBe(true);
+      expect(handleOf(stores.database).prepare('SELECT shared FROM stream_batches ORDER BY key').pluck().all()).toEqual([JSON.stringify(RUN), JSON.stringify([RUN.agentType, RUN.agentId])]);
       const read: unknown[] = [];
       for await (const c of stores.streamManager.read(RUN.streamId, { follow: false })) read.push(c);
       expect(read).toEqual([...old, next].map((c, seq) => ({ ...c, seq })));

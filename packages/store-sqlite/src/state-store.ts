@@ -52,7 +52,7 @@ import type { SqliteDatabase } from './database.js';
 import { deferred, handleOf, immediate, joined } from './database.js';
 import { schemaTooNew, SQLITE_RECORD_VERSION } from './migrations.js';
 import { connectionCaches, type ReadCache } from './read-cache.js';
-import { UsageTable } from './usage-store.js';
+import { UsageTable, usageColumn } from './usage-store.js';
 
 interface SessionRow {
   sid: number;
@@ -604,7 +604,7 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
     const messages = append.messages.length === 0 ? null : JSON.stringify(append.messages);
     if (plan.turnChanged) q.setTurn.run(json(session.turn), sid);
     const stateText = commit.state === undefined ? null : JSON.stringify(commit.state);
-    const usage = commit.usage && commit.usage.length > 0 ? JSON.stringify(commit.usage) : null;
+    const usage = usageColumn(commit.usage, commit.sessionId, commit.runId);
     const { lastInsertRowid } = q.insertCommit.run(
       sid,
       session.version,

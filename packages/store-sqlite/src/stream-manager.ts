@@ -225,7 +225,7 @@ export class SqliteStreamManager implements StreamManager, Prunable {
         if (!stream || stream.bodies.length === 0) continue;
         const last = stream.first + stream.bodies.length - 1;
         if (last >= SPAN) throw new AgentError('stream_closed', `A stream holds at most ${SPAN} chunks.`);
-        const { bodies, shared } = batchColumns(stream.bodies);
+        const { bodies, shared } = batchColumns(stream.bodies, streamId, stream.runId);
         insertBatch.run(stream.sk, last, stream.first, stream.runId, bodies, shared);
         // What the next write of the stream would read: the same owner, the seq after this batch.
         heads.set(streamId, { sk: stream.sk, runId: stream.runId, next: last + 1 });
@@ -339,7 +339,7 @@ export class SqliteStreamManager implements StreamManager, Prunable {
       this.#flush();
       const { owner, rows } = this.#readPage(streamId, seq);
       for (const row of rows) {
-        const chunks = unpackChunks(row.bodies, row.shared);
+        const chunks = unpackChunks(row.bodies, row.shared, streamId, row.run_id);
         for (let i = 0; i < chunks.length; i++) {
           const at = row.first_seq + i;
           if (at < seq) continue;

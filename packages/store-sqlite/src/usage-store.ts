@@ -5,6 +5,43 @@ import type { SqliteDatabase } from './database.js';
 import { deferred, handleOf, immediate } from './database.js';
 
 /**
+ * The `commits.usage` column for a commit's entries, or null for none. An entry of the commit's own session
+ * and run is stored without its `sessionId` and `runId`: the row's session and `run_id` say them, so a step
+ * does not write them again for every entry (about 70 bytes an entry with short ids, 100 with UUIDs). An
+ * entry of another session or run (a child's, rolled into its parent's commit) is stored whole.
+ */
+export function usageColumn(entries: readonly UsageEntry[] | undefined, sessionId: string, runId: string): string | null {
+  if (entries === undefined || entries.length === 0) return null;
+  let text = '[';
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i]!;
+    if (i > 0) text += ',';
+    if (entry.sessionId === sessionId && entry.runId === runId) {
+      const { sessionId: _session, runId: _run, ...own } = entry;
+      text += JSON.stringify(own);
+    } else text += JSON.stringify(entry);
+  }
+  return `${text}]`;
+}
+
+/**
+ * The entries of a `commits.usage` column (see {@link usageColumn}), each with its `sessionId` and `runId`:
+ * its own when it has them (every entry of a row written before entries were stored without them), else the
+ * row's. The two keys come right after `kind`, where a recorded entry has them.
+ */
+export function usageEntries(column: string, sessionId: string, runId: string): UsageEntry[] {
+  const stored = JSON.parse(column) as (UsageEntry | Omit<UsageEntry, 'sessionId' | 'runId'>)[];
+  return stored.map((entry) => ('sessionId' in entry ? entry : (Object.assign({ kind: entry.kind, sessionId, runId }, entry) as UsageEntry)));
+}
+
+/** A commits row's usage column with the session and run it belongs to. */
+interface CommittedUsage {
+  usage: string;
+  session_id: string;
+  run_id: string;
+}
+
+/**
  * Usage lives in two places: entries recorded with a commit are a column of that commit's row (no
  * extra row or index to write on the hot path); entries recorded on their own (`record`) are rows of
  * the `usage` table. A rollup folds both, exactly as {@link rollupUsage} does.
@@ -21,8 +58,12 @@ export class UsageTable {
     const standaloneAll = db.prepare<[], string>('SELECT body FROM usage ORDER BY id').pluck();
     const standaloneBySession = db.prepare<[string], string>('SELECT body FROM usage WHERE session_id = ? ORDER BY id').pluck();
     const standaloneByRun = db.prepare<[string], string>('SELECT body FROM usage WHERE run_id = ? ORDER BY id').pluck();
-    const committedAll = db.prepare<[], string>('SELECT usage FROM commits WHERE usage IS NOT NULL ORDER BY id').pluck();
-    const committedOfSession = db.prepare<[number], string>('SELECT usage FROM commits WHERE sid = ? AND usage IS NOT NULL ORDER BY version').pluck();
+    const committedAll = db.prepare<[], CommittedUsage>(
+      'SELECT c.usage, s.session_id, c.run_id FROM commits c JOIN sessions s ON s.sid = c.sid WHERE c.usage IS NOT NULL ORDER BY c.id',
+    );
+    const committedOfSession = db.prepare<[number], CommittedUsage>(
+      'SELECT c.usage, s.session_id, c.run_id FROM commits c JOIN sessions s ON s.sid = c.sid WHERE c.sid = ? AND c.usage IS NOT NULL ORDER BY c.version',
+    );
     const sidOfSession = db.prepare<[string], number>('SELECT sid FROM sessions WHERE session_id = ?').pluck();
     const sidOfRun = db.prepare<[string], number>('SELECT s.sid FROM runs r JOIN sessions s ON s.session_id = r.session_id WHERE r.run_id = ?').pluck();
     // The usage table is in no read cache (read-cache.ts): its writes keep them.
@@ -32,7 +73,7 @@ export class UsageTable {
       const sid = filter.sessionId !== undefined ? sidOfSession.get(filter.sessionId) : filter.runId !== undefined ? sidOfRun.get(filter.runId) : undefined;
       const entries: UsageEntry[] = [];
       const committed = filter.sessionId === undefined && filter.runId === undefined ? committedAll.all() : sid === undefined ? [] : committedOfSession.all(sid);
-      for (const usage of committed) entries.push(...(JSON.parse(usage) as UsageEntry[]));
+      for (const row of committed) entries.push(...usageEntries(row.usage, row.session_id, row.run_id));
       const standalone = filter.runId !== undefined ? standaloneByRun.all(filter.runId) : filter.sessionId !== undefined ? standaloneBySession.all(filter.sessionId) : standaloneAll.all();
       for (const body of standalone) entries.push(JSON.parse(body) as UsageEntry);
       return entries.filter((e) => (filter.sessionId === undefined || e.sessionId === filter.sessionId) && (filter.runId === undefined || e.runId === filter.runId));
