@@ -1,7 +1,7 @@
 import { assertKVKey, toJsonValue } from '@helix-agents/sdk/hooks';
 import type { JsonValue, KVStore } from '@helix-agents/sdk/hooks';
 import type pg from 'pg';
-import { quoteIdentifier, run, statements, storeError, type Statement } from './sql.js';
+import { lockSchemaDdl, quoteIdentifier, run, statements, storeError, transaction, type Statement } from './sql.js';
 
 /** Options of {@link PostgresKVStore}. */
 export interface PostgresKVStoreOptions {
@@ -80,19 +80,23 @@ export class PostgresKVStore implements KVStore {
     }
   }
 
-  /** Creates the schema and the table once per store (idempotent, safe to race with other processes). */
+  /**
+   * Creates the schema and the table once per store: in one transaction under the schema's DDL lock (the
+   * one migrations take), so that processes opening the store at once, and a migration of the same schema,
+   * take turns instead of failing on the catalog. A failed setup is tried again by the next call.
+   */
   #ensure(): Promise<void> {
     this.#ready ??= (async () => {
       const s = quoteIdentifier(this.#schema);
       try {
-        await this.#pool.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-        await this.#pool.query(`CREATE TABLE IF NOT EXISTS ${s}.hook_kv (namespace text NOT NULL, key text NOT NULL, value json NOT NULL, updated_at bigint NOT NULL, PRIMARY KEY (namespace, key))`);
+        await transaction(this.#pool, 'kv setup', async (client) => {
+          await lockSchemaDdl(client, this.#schema);
+          await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+          await client.query(`CREATE TABLE IF NOT EXISTS ${s}.hook_kv (namespace text NOT NULL, key text NOT NULL, value json NOT NULL, updated_at bigint NOT NULL, PRIMARY KEY (namespace, key))`);
+        });
       } catch (error) {
-        // Two processes creating the table at once: one of them gets a unique violation on the catalog.
-        if ((error as { code?: string }).code !== '23505' && (error as { code?: string }).code !== '42P07') {
-          this.#ready = undefined;
-          throw storeError('kv setup', error);
-        }
+        this.#ready = undefined;
+        throw error;
       }
     })();
     return this.#ready;

@@ -1,6 +1,6 @@
 import { AgentError } from '@helix-agents/sdk';
 import type pg from 'pg';
-import { quoteIdentifier, storeError } from './sql.js';
+import { lockSchemaDdl, quoteIdentifier, storeError } from './sql.js';
 
 /** One step of the schema's history. Applied in order, once, inside the migration transaction. */
 export interface PostgresMigration {
@@ -181,7 +181,7 @@ export async function migratePostgres(pool: pg.Pool, options: { readonly schema?
   let broken: Error | undefined;
   try {
     await client.query('BEGIN');
-    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`helix-agents:migrate:${schema}`]);
+    await lockSchemaDdl(client, schema);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
     await client.query(`CREATE TABLE IF NOT EXISTS ${s}.${MIGRATIONS_TABLE} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
     const found = await client.query<{ version: number | null }>(`SELECT max(version) AS version FROM ${s}.${MIGRATIONS_TABLE}`);

@@ -101,3 +101,13 @@ export async function transaction<T>(pool: pg.Pool, operation: string, fn: (clie
     client.release(broken);
   }
 }
+
+/**
+ * Takes the transaction-scoped advisory lock that every process holds while it creates or migrates objects
+ * of `schema`, so that they take turns. Postgres's `CREATE ... IF NOT EXISTS` does not hold against a creator
+ * in another session: the later one fails on a catalog index (23505, 42710 or 42P07) instead of finding the
+ * object. Under this lock the later one runs after the first has committed, and finds it.
+ */
+export async function lockSchemaDdl(client: pg.PoolClient, schema: string): Promise<void> {
+  await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`helix-agents:migrate:${schema}`]);
+}

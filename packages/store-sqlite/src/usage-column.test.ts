@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { useTempDatabases } from './__tests__/temp-databases.js';
 import { handleOf } from './database.js';
 import { openSqliteStores } from './open.js';
+import type { SqliteStores } from './open.js';
 import { usageColumn, usageEntries } from './usage-store.js';
 
 const SESSION = 'session-1';
@@ -26,6 +27,14 @@ const entryArb: fc.Arbitrary<UsageEntry> = fc.record({
     ? { kind: 'llm', ...common, attempt: 1, model: 'm', usage: tokens }
     : { kind: 'tool', ...common, toolName: tool, toolCallId: `c${common.stepIndex}` },
 );
+
+/** Runs the add loop of `steps` steps to its end on `stores`, its usage recorded with its commits. */
+async function addLoopRun(stores: SqliteStores, steps: number): Promise<{ sessionId: string; runId: string }> {
+  const loop = createAddLoop(steps);
+  const executor = new JSAgentExecutor(stores.stateStore, stores.streamManager, loop.adapter, { logger: silentLogger });
+  const handle = await executor.execute(loop.agent, 'go', { usageStore: stores.usageStore });
+  return handle.result();
+}
 
 describe('SQLite usage in a commits row (schema version 6)', () => {
   const temp = useTempDatabases('helix-sqlite-usage-');
@@ -50,10 +59,7 @@ describe('SQLite usage in a commits row (schema version 6)', () => {
   it('a run\'s commits rows do not repeat its session and run ids in their usage, and the rollup by session and by run is the one its entries fold to', async () => {
     const stores = openSqliteStores({ path: temp.path() });
     try {
-      const loop = createAddLoop(4);
-      const executor = new JSAgentExecutor(stores.stateStore, stores.streamManager, loop.adapter, { logger: silentLogger });
-      const handle = await executor.execute(loop.agent, 'go', { usageStore: stores.usageStore });
-      const { sessionId, runId } = await handle.result();
+      const { sessionId, runId } = await addLoopRun(stores, 4);
       const db = handleOf(stores.database);
       const columns = db.prepare('SELECT usage FROM commits WHERE usage IS NOT NULL').pluck().all() as string[];
       // Four model calls and three tool calls, in the commits of their steps.
@@ -84,10 +90,7 @@ describe('SQLite usage in a commits row (schema version 6)', () => {
   it('a commit\'s entry of another run is stored with its ids: its session\'s rollup counts it, the committing run\'s does not', async () => {
     const stores = openSqliteStores({ path: temp.path() });
     try {
-      const loop = createAddLoop(2);
-      const executor = new JSAgentExecutor(stores.stateStore, stores.streamManager, loop.adapter, { logger: silentLogger });
-      const handle = await executor.execute(loop.agent, 'go', { usageStore: stores.usageStore });
-      const { sessionId, runId } = await handle.result();
+      const { sessionId, runId } = await addLoopRun(stores, 2);
       const db = handleOf(stores.database);
       const id = db.prepare('SELECT id FROM commits WHERE usage IS NOT NULL ORDER BY id LIMIT 1').pluck().get() as number;
       const column = db.prepare('SELECT usage FROM commits WHERE id = ?').pluck().get(id) as string;
