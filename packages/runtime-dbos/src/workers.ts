@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import { AgentError, ConfigError, consoleLogger, type Logger } from '@helix-agents/sdk';
+import { createSchemaObjects } from '@helix-agents/store-postgres';
 import pg from 'pg';
 
 /** Options of {@link launchDBOSWorker}. */
@@ -99,13 +100,8 @@ export async function launchDBOSWorker(options: DBOSWorkerOptions): Promise<DBOS
   pool.on('error', (error) => logger.warn(`worker liveness pool: ${error.message}`));
   const instance = randomUUID();
   try {
-    await pool.query(SQL.schema).catch((error: unknown) => {
-      // Two workers creating the schema at once: the loser's error is harmless.
-      if (!(error instanceof Error && /already exists|duplicate key/.test(error.message))) throw error;
-    });
-    await pool.query(SQL.table).catch((error: unknown) => {
-      if (!(error instanceof Error && /already exists|duplicate key/.test(error.message))) throw error;
-    });
+    // Workers starting at once take turns creating the table (the schema's DDL lock).
+    await createSchemaObjects(pool, SCHEMA, [SQL.schema, SQL.table], 'worker table setup');
     const taken = await pool.query(SQL.register, [options.executorId, instance, options.applicationVersion, deadAfterMs]);
     if (taken.rowCount === 0) {
       const holder = await pool.query<{ instance: string; age_ms: string }>(SQL.holder, [options.executorId]);

@@ -8,4 +8,5 @@ export type { PostgresStreamManagerOptions } from './stream-manager.js';
 export { migratePostgres, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from './migrations.js';
 export type { MigrationResult, PostgresMigration } from './migrations.js';
 export { PostgresKVStore } from './kv.js';
+export { createSchemaObjects } from './sql.js';
 export type { PostgresKVStoreOptions } from './kv.js';

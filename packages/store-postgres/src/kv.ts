@@ -1,7 +1,7 @@
 import { assertKVKey, toJsonValue } from '@helix-agents/sdk/hooks';
 import type { JsonValue, KVStore } from '@helix-agents/sdk/hooks';
 import type pg from 'pg';
-import { lockSchemaDdl, quoteIdentifier, run, statements, storeError, transaction, type Statement } from './sql.js';
+import { createSchemaObjects, quoteIdentifier, run, statements, storeError, type Statement } from './sql.js';
 
 /** Options of {@link PostgresKVStore}. */
 export interface PostgresKVStoreOptions {
@@ -89,11 +89,10 @@ export class PostgresKVStore implements KVStore {
     this.#ready ??= (async () => {
       const s = quoteIdentifier(this.#schema);
       try {
-        await transaction(this.#pool, 'kv setup', async (client) => {
-          await lockSchemaDdl(client, this.#schema);
-          await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-          await client.query(`CREATE TABLE IF NOT EXISTS ${s}.hook_kv (namespace text NOT NULL, key text NOT NULL, value json NOT NULL, updated_at bigint NOT NULL, PRIMARY KEY (namespace, key))`);
-        });
+        await createSchemaObjects(this.#pool, this.#schema, [
+          `CREATE SCHEMA IF NOT EXISTS ${s}`,
+          `CREATE TABLE IF NOT EXISTS ${s}.hook_kv (namespace text NOT NULL, key text NOT NULL, value json NOT NULL, updated_at bigint NOT NULL, PRIMARY KEY (namespace, key))`,
+        ], 'kv setup');
       } catch (error) {
         this.#ready = undefined;
         throw error;

@@ -111,3 +111,16 @@ export async function transaction<T>(pool: pg.Pool, operation: string, fn: (clie
 export async function lockSchemaDdl(client: pg.PoolClient, schema: string): Promise<void> {
   await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`helix-agents:migrate:${schema}`]);
 }
+
+/**
+ * Runs `ddl` (idempotent statements such as `CREATE ... IF NOT EXISTS` for objects of `schema`) in one
+ * transaction under the schema's DDL lock ({@link lockSchemaDdl}, the one migrations take). So processes
+ * that create the same objects at once take turns, and each finds what the other made. A failure rejects
+ * with an AgentError `state_commit_failed` that names `operation`, and nothing of it stays behind.
+ */
+export async function createSchemaObjects(pool: pg.Pool, schema: string, ddl: readonly string[], operation: string): Promise<void> {
+  await transaction(pool, operation, async (client) => {
+    await lockSchemaDdl(client, schema);
+    for (const statement of ddl) await client.query(statement);
+  });
+}

@@ -182,8 +182,9 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
     version: 6,
     name: 'rows do not repeat the run fields their row already says',
-    // No table changes: the version says that rows may now be in a format older code cannot read, so that it
-    // refuses the file (state_schema_too_new) instead of misreading them. A batch row's `shared` may be a
+    // No table changes: the version says that rows may now be in a format older code cannot read, so that
+    // older code opening the file refuses it (state_schema_too_new) instead of misreading them (a process
+    // that already has it open is not stopped: no two versions on one file at once). A batch row's `shared` may be a
     // compact array (its chunks' agentType, and agentId when it is not the stream's id; their streamId is the
     // row's stream, their runId its run_id), and a commits row's usage entries may lack the sessionId and
     // runId of the row's own session and run (usage-store.ts). Rows written before read as they were.

@@ -7,8 +7,8 @@ import { deferred, handleOf, immediate } from './database.js';
 /**
  * The `commits.usage` column for a commit's entries, or null for none. An entry of the commit's own session
  * and run is stored without its `sessionId` and `runId`: the row's session and `run_id` say them, so a step
- * does not write them again for every entry (about 70 bytes an entry with a short session id and a UUID run id, 100 with both UUIDs). An
- * entry of another session or run (a child's, rolled into its parent's commit) is stored whole.
+ * does not write them again for every entry (about 70 bytes an entry with a short session id and a UUID run
+ * id, 100 with both UUIDs). An entry of another session or run is stored whole.
  */
 export function usageColumn(entries: readonly UsageEntry[] | undefined, sessionId: string, runId: string): string | null {
   if (entries === undefined || entries.length === 0) return null;
