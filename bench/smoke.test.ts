@@ -8,6 +8,7 @@ import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { diffHeapSnapshots, HEAP_CATEGORIES } from './heap-snapshot.js';
 import { compareReadCaches, ratioText } from './read-cache.js';
+import { clockStatements, fsyncPerWrite, helixOnPageSize, pageTransactions, stepAnatomy } from './full-step.js';
 import { pagesPerRow } from './row-layouts.js';
 import { bareConcurrent, bareRun, generateTextRun, helixBench, memoryStores, postgresStores, promisesDuring, rawSqliteCommits, retainedHeapMb, sqliteStores, walPagesPerStep } from './workloads.js';
 
@@ -95,6 +96,47 @@ describe('bench smoke (untimed)', () => {
     expect(one.append - one.clustered).toBeGreaterThan(0.8);
     expect(many.clustered - many.append).toBeGreaterThan(1);
     for (const pages of [one.append, one.clustered, many.append, many.clustered]) expect(pages).toBeGreaterThan(0);
+  });
+
+  it('the FULL-step bench splits a step by its statements, beside working floors: every statement is clocked once (a step is BEGIN, COMMIT and its writes), the parts add up to the step, a file keeps the page size it was made with, and the clock puts the statements back', async () => {
+    const anatomy = await stepAnatomy('NORMAL', 1, 2, 5, 20);
+    expect(anatomy.commitUs).toBeGreaterThan(0);
+    expect(anatomy.otherStatementsUs).toBeGreaterThan(0);
+    expect(anatomy.commitUs + anatomy.otherStatementsUs + anatomy.restUs).toBeCloseTo(anatomy.stepUs, 6);
+    expect(anatomy.rawUs).toBeGreaterThan(0);
+    // A run's start and end cost the same whatever its length, so two lengths give a further step's statements:
+    // at least BEGIN, COMMIT and the commits row, and no more than the 8 a step makes today (BEGIN, COMMIT, the
+    // commits and stream rows, the journal DELETE, two total_changes reads, data_version).
+    const longer = await stepAnatomy('NORMAL', 1, 2, 10, 20);
+    const furtherStep = (longer.statementsPerStep * 20 - anatomy.statementsPerStep * 10) / 10;
+    expect(furtherStep).toBeGreaterThanOrEqual(3);
+    expect(furtherStep).toBeLessThanOrEqual(8);
+    // The database is made (its pragmas and tables) before the clock starts, so the clock sees the transactions alone.
+    const pages = pageTransactions('NORMAL', 2);
+    const clock = clockStatements();
+    try {
+      expect(pages.transactions(3)).toBeGreaterThanOrEqual(0);
+      // Three transactions of two inserts: BEGIN, two INSERTs and COMMIT each.
+      expect(clock.statements).toBe(12);
+    } finally {
+      pages.close();
+      clock.stop();
+    }
+    const after = clockStatements();
+    after.stop();
+    const unclocked = pageTransactions('NORMAL', 1);
+    unclocked.transactions(2);
+    unclocked.close();
+    expect(after.statements).toBe(0);
+    expect(fsyncPerWrite(true, 3)).toBeGreaterThan(0);
+    expect(fsyncPerWrite(false, 3)).toBeGreaterThan(0);
+    const small = helixOnPageSize('NORMAL', 2048, 3);
+    try {
+      expect(small.pageSize).toBe(2048);
+      expect(await small.bench.run()).toBeGreaterThanOrEqual(0);
+    } finally {
+      small.close();
+    }
   });
 
   it('helix on Postgres: each further step of a run is exactly one statement, beside a working raw-commit floor', async () => {
