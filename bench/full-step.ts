@@ -191,10 +191,7 @@ export async function stepAnatomy(synchronous: Synchronous, rounds: number, runs
       const rawUs = (raw.commits(n) * 1000) / n;
       figures.push({ stepUs, commitUs, otherStatementsUs, restUs: stepUs - commitUs - otherStatementsUs, statementsPerStep, rawUs });
     }
-    const median = (pick: (f: StepAnatomy) => number): number => {
-      const sorted = figures.map(pick).sort((a, b) => a - b);
-      return sorted[sorted.length >> 1]!;
-    };
+    const median = (pick: (f: StepAnatomy) => number): number => medianOf(figures.map(pick));
     return {
       stepUs: median((f) => f.stepUs),
       commitUs: median((f) => f.commitUs),
