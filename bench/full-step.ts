@@ -12,8 +12,7 @@ import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { openSqliteStores } from '@helix-agents/store-sqlite';
-import { helixBench, rawSqliteCommits } from './workloads.js';
+import { helixBench, rawSqliteCommits, sqliteStores } from './workloads.js';
 
 type Synchronous = 'NORMAL' | 'FULL';
 
@@ -136,24 +135,15 @@ export function fsyncPerWrite(grow: boolean, count: number): number {
 
 /** helix's stores on a new file made with `pageSize`-byte pages (SQLite keeps a file's page size), and a bench of `steps` steps a run. */
 export function helixOnPageSize(synchronous: Synchronous, pageSize: number, steps: number) {
-  const dir = mkdtempSync(join(tmpdir(), 'helix-bench-pagesize-'));
-  const path = join(dir, 'helix.db');
-  const made = new BetterSqlite3(path);
-  made.pragma(`page_size = ${pageSize}`);
-  // The size is fixed by the first write: an empty table made and dropped.
-  made.exec('CREATE TABLE page_size_made (x); DROP TABLE page_size_made');
-  const madeWith = Number(made.pragma('page_size', { simple: true }));
-  made.close();
-  const sqlite = openSqliteStores({ path, synchronous });
-  const bench = helixBench({ stateStore: sqlite.stateStore, streamManager: sqlite.streamManager, usageStore: sqlite.usageStore, close() {} }, steps);
+  const stores = sqliteStores(synchronous, undefined, undefined, undefined, pageSize);
+  const probe = new BetterSqlite3(stores.sqlite.database.path, { readonly: true });
+  const madeWith = Number(probe.pragma('page_size', { simple: true }));
+  probe.close();
   return {
-    bench,
+    bench: helixBench(stores, steps),
     /** The file's page size, as SQLite made it. */
     pageSize: madeWith,
-    close(): void {
-      sqlite.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
+    close: (): void => stores.close(),
   };
 }
 

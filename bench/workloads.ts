@@ -101,11 +101,22 @@ export function memoryStores(retention?: RetentionPolicy): BenchStores & { reado
   return { stateStore, streamManager, prune: () => Promise.all([stateStore.prune(), streamManager.prune()]), close: () => streamManager.close() };
 }
 
-/** SQLite stores on a fresh file in a temporary folder (removed on close). */
-export function sqliteStores(synchronous: 'NORMAL' | 'FULL', flushIntervalMs?: number, checkpoint?: SqliteCheckpointMode, readCaches?: boolean): BenchStores & { readonly sqlite: SqliteStores } {
+/**
+ * SQLite stores on a fresh file in a temporary folder (removed on close). With `pageSize` the file is made
+ * with pages of that many bytes before the stores open it (SQLite keeps a file's page size).
+ */
+export function sqliteStores(synchronous: 'NORMAL' | 'FULL', flushIntervalMs?: number, checkpoint?: SqliteCheckpointMode, readCaches?: boolean, pageSize?: number): BenchStores & { readonly sqlite: SqliteStores } {
   const dir = mkdtempSync(join(tmpdir(), 'helix-bench-'));
+  const path = join(dir, 'helix.db');
+  if (pageSize !== undefined) {
+    const made = new BetterSqlite3(path);
+    made.pragma(`page_size = ${pageSize}`);
+    // The size is fixed by the first write: an empty table made and dropped.
+    made.exec('CREATE TABLE page_size_made (x); DROP TABLE page_size_made');
+    made.close();
+  }
   const sqlite = openSqliteStores({
-    path: join(dir, 'helix.db'),
+    path,
     synchronous,
     ...(flushIntervalMs === undefined ? {} : { flushIntervalMs }),
     ...(checkpoint === undefined ? {} : { checkpoint }),
