@@ -12,7 +12,7 @@ import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { helixBench, rawSqliteCommits, sqliteStores } from './workloads.js';
+import { helixBench, median, rawSqliteCommits, sqliteStores } from './workloads.js';
 
 type Synchronous = 'NORMAL' | 'FULL';
 
@@ -181,14 +181,14 @@ export async function stepAnatomy(synchronous: Synchronous, rounds: number, runs
       const rawUs = (raw.commits(n) * 1000) / n;
       figures.push({ stepUs, commitUs, otherStatementsUs, restUs: stepUs - commitUs - otherStatementsUs, statementsPerStep, rawUs });
     }
-    const median = (pick: (f: StepAnatomy) => number): number => medianOf(figures.map(pick));
+    const of = (pick: (f: StepAnatomy) => number): number => median(figures.map(pick));
     return {
-      stepUs: median((f) => f.stepUs),
-      commitUs: median((f) => f.commitUs),
-      otherStatementsUs: median((f) => f.otherStatementsUs),
-      restUs: median((f) => f.restUs),
-      statementsPerStep: median((f) => f.statementsPerStep),
-      rawUs: median((f) => f.rawUs),
+      stepUs: of((f) => f.stepUs),
+      commitUs: of((f) => f.commitUs),
+      otherStatementsUs: of((f) => f.otherStatementsUs),
+      restUs: of((f) => f.restUs),
+      statementsPerStep: of((f) => f.statementsPerStep),
+      rawUs: of((f) => f.rawUs),
     };
   } finally {
     clock.stop();
@@ -200,11 +200,6 @@ export async function stepAnatomy(synchronous: Synchronous, rounds: number, runs
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-}
-
-function medianOf(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[sorted.length >> 1]!;
 }
 
 async function main(): Promise<void> {
@@ -220,9 +215,9 @@ async function main(): Promise<void> {
   for (let r = 0; r < ROUNDS; r++) targets.forEach((target, i) => perPages[i]!.push((target.transactions(500) * 1000) / 500));
   for (const target of targets) target.close();
   console.log('1. FULL transactions by the pages they rewrite (the log overwritten in place), median of', ROUNDS, 'rounds:');
-  const one = medianOf(perPages[0]!);
+  const one = median(perPages[0]!);
   pageCounts.forEach((pages, i) => {
-    const us = medianOf(perPages[i]!);
+    const us = median(perPages[i]!);
     console.log(`   ${pages} page${pages === 1 ? ' ' : 's'}: ${fmt(us)} µs a transaction, ${(us / one).toFixed(2)}x one page${pages > 1 ? `, ${((us - one) / (pages - 1)).toFixed(0)} µs a further page` : ''}`);
   });
 
@@ -233,7 +228,7 @@ async function main(): Promise<void> {
     grow.push(fsyncPerWrite(true, 400));
     overwrite.push(fsyncPerWrite(false, 400));
   }
-  console.log(`2. one 4 KB write and fsync: ${fmt(medianOf(grow))} µs when it grows the file, ${fmt(medianOf(overwrite))} µs when it overwrites (${(medianOf(grow) / medianOf(overwrite)).toFixed(2)}x)`);
+  console.log(`2. one 4 KB write and fsync: ${fmt(median(grow))} µs when it grows the file, ${fmt(median(overwrite))} µs when it overwrites (${(median(grow) / median(overwrite)).toFixed(2)}x)`);
 
   // 3. A helix step split by the statement clock, beside a raw row commit.
   console.log('3. a helix step (N=100), median of', ROUNDS, 'rounds of', RUNS, 'runs, beside a raw 1 KB row commit:');
@@ -261,8 +256,8 @@ async function main(): Promise<void> {
       }
       rawUs.push((raw.commits(RUNS * 100) * 1000) / (RUNS * 100));
     }
-    console.log(`4. a helix FULL step by the file's page size, beside a raw FULL commit (4,096-byte pages) of ${fmt(medianOf(rawUs))} µs:`);
-    helixes.forEach((h, i) => console.log(`   ${String(h.pageSize).padStart(4)} bytes: ${fmt(medianOf(perSize[i]!))} µs, ${(medianOf(perSize[i]!) / medianOf(rawUs)).toFixed(2)}x raw`));
+    console.log(`4. a helix FULL step by the file's page size, beside a raw FULL commit (4,096-byte pages) of ${fmt(median(rawUs))} µs:`);
+    helixes.forEach((h, i) => console.log(`   ${String(h.pageSize).padStart(4)} bytes: ${fmt(median(perSize[i]!))} µs, ${(median(perSize[i]!) / median(rawUs)).toFixed(2)}x raw`));
   } finally {
     raw.close();
     for (const h of helixes) h.close();

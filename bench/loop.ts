@@ -14,6 +14,7 @@ import {
   bareRun,
   generateTextRun,
   helixBench,
+  median,
   memoryStores,
   postgresStores,
   rawSqliteCommits,
@@ -39,11 +40,6 @@ const RUNS = arg('runs', 15);
 const WARMUP = arg('warmup', 10);
 const ONLY = text('only', '');
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
 
 /** What a child measures: µs per step, and for durable variants the floor's µs per commit measured beside it. */
 interface Sample {

@@ -4,7 +4,7 @@
 // Every figure is a mean over the steps of a round; the table gives the median and spread (min–max) of
 // the per-round ratios. Nothing here is a timed assertion.
 // Run: node --conditions=helix-source --import tsx bench/read-cache.ts   (options: --rounds 10 --runs 5 --steps 100 --sync NORMAL,FULL)
-import { helixBench, rawSqliteCommits, sqliteStores } from './workloads.js';
+import { helixBench, median, rawSqliteCommits, sqliteStores } from './workloads.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -61,11 +61,6 @@ export async function compareReadCaches(synchronous: 'NORMAL' | 'FULL', rounds: 
   }
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 /** The per-round ratios a/b as "median (min–max)". */
 export function ratioText(a: readonly number[], b: readonly number[]): string {

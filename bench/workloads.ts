@@ -172,6 +172,13 @@ export async function postgresStores(): Promise<BenchStores & { readonly postgre
   };
 }
 
+/** The median of `values` (the mean of the two middle ones for an even count); the benches' one summary of repeated timings. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 /** The sessions the helix benches started in this process: each run's id is new, whichever bench runs it. */
 let benchSessions = 0;
 
