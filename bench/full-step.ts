@@ -1,12 +1,13 @@
 // What a durable SQLite step's time is made of, beside the raw row commit it is compared with, in one process
-// (issue 17 item 3: FULL within 1.5x of one raw FULL commit). Four parts, each a ratio within this run:
+// (issue 17 item 3: FULL within 1.5x of one raw FULL commit). Five parts, each a ratio within this run:
 //   1. the log fsync by pages: transactions that rewrite 1, 2, 4 or 8 pages, once the log is overwritten in
 //      place (after its first restart), with synchronous = FULL;
 //   2. a file that grows against one overwritten in place: one 4 KB write and one fsync each;
 //   3. a helix step (N=100) with FULL and with NORMAL, split into the time inside COMMIT (the log write and,
 //      with FULL, its fsync), inside every other statement, and the rest (the run loop and the store's own
 //      code), beside a raw 1 KB row commit on its own file;
-//   4. a helix FULL step on a file made with 4,096-, 2,048- and 1,024-byte pages.
+//   4. a helix FULL step on a file made with 4,096-, 2,048- and 1,024-byte pages;
+//   5. a step's two rows alone (no run loop, no store code) under four table layouts, NORMAL and FULL.
 // Run: npm run bench:full-step   (options: --rounds 6 --runs 10)
 import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -131,6 +132,83 @@ export function fsyncPerWrite(grow: boolean, count: number): number {
     closeSync(fd);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Where a step's two rows go: `today`, helix's layout (the commits row appended to its table and found
+ * through the `(sid, version)` index, the chunk batch in a table clustered by stream key and seq);
+ * `chunks-in-commit`, the chunks in a column of the commits row (that table and index only);
+ * `clustered-both`, both rows in tables clustered by session key and version, no index; `one-clustered`,
+ * one row holding both in a clustered table. Every layout writes the same bytes.
+ */
+export type StepLayout = 'today' | 'chunks-in-commit' | 'clustered-both' | 'one-clustered';
+
+/** The layouts {@link layoutTransactions} times, in the order bench:full-step prints them. */
+export const STEP_LAYOUTS: readonly StepLayout[] = ['today', 'chunks-in-commit', 'clustered-both', 'one-clustered'];
+
+/** Bytes of the bench step's commits row without its chunks, and of its chunk batch (docs/performance.md). */
+const COMMITS_ROW_BYTES = 600;
+const CHUNK_BATCH_BYTES = 600;
+/** Versions a session takes before the next session begins: the bench's runs of 100 steps, each its own session. */
+const VERSIONS_A_SESSION = 100;
+
+/**
+ * A database that writes a step's rows under `layout`, one write transaction (BEGIN IMMEDIATE, as helix's
+ * step) per step, each session taking {@link VERSIONS_A_SESSION} steps. `transactions(count)` returns ms;
+ * `rows()` counts the rows each table holds.
+ */
+export function layoutTransactions(synchronous: Synchronous, layout: StepLayout): { transactions(count: number): number; rows(): Record<string, number>; close(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'helix-bench-layout-'));
+  const db = new BetterSqlite3(join(dir, 'layout.db'));
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${synchronous}`);
+  db.exec(`
+    CREATE TABLE appended (id INTEGER PRIMARY KEY, sid INTEGER NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL, chunks TEXT);
+    CREATE UNIQUE INDEX appended_by_session ON appended (sid, version);
+    CREATE TABLE clustered (key INTEGER PRIMARY KEY, body TEXT NOT NULL, chunks TEXT);
+    CREATE TABLE batches (key INTEGER PRIMARY KEY, bodies TEXT NOT NULL);
+  `);
+  const appended = db.prepare<[number, number, string, string | null]>('INSERT INTO appended (sid, version, body, chunks) VALUES (?, ?, ?, ?)');
+  const clustered = db.prepare<[number, string, string | null]>('INSERT INTO clustered (key, body, chunks) VALUES (?, ?, ?)');
+  const batch = db.prepare<[number, string]>('INSERT INTO batches (key, bodies) VALUES (?, ?)');
+  const body = 'c'.repeat(COMMITS_ROW_BYTES);
+  const chunks = 'k'.repeat(CHUNK_BATCH_BYTES);
+  let sid = 1;
+  let version = 0;
+  const write: Record<StepLayout, () => void> = {
+    today: () => {
+      appended.run(sid, version, body, null);
+      batch.run(sid * 2 ** 32 + version, chunks);
+    },
+    'chunks-in-commit': () => appended.run(sid, version, body, chunks),
+    'clustered-both': () => {
+      clustered.run(sid * 2 ** 32 + version, body, null);
+      batch.run(sid * 2 ** 32 + version, chunks);
+    },
+    'one-clustered': () => clustered.run(sid * 2 ** 32 + version, body, chunks),
+  };
+  const step = db.transaction(write[layout]).immediate;
+  return {
+    transactions(count: number): number {
+      const started = performance.now();
+      for (let i = 0; i < count; i++) {
+        if (++version > VERSIONS_A_SESSION) {
+          sid++;
+          version = 1;
+        }
+        step();
+      }
+      return performance.now() - started;
+    },
+    rows(): Record<string, number> {
+      const count = (table: string): number => db.prepare<[], number>(`SELECT count(*) FROM ${table}`).pluck().get()!;
+      return { appended: count('appended'), clustered: count('clustered'), batches: count('batches') };
+    },
+    close(): void {
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** helix's stores on a new file made with `pageSize`-byte pages (SQLite keeps a file's page size), and a bench of `steps` steps a run. */
@@ -261,6 +339,30 @@ async function main(): Promise<void> {
   } finally {
     raw.close();
     for (const h of helixes) h.close();
+  }
+
+  // 5. A step's rows, without the run loop or the store's code, under four layouts.
+  console.log('5. a step\'s two rows (a 0.6 KB commits row, a 0.6 KB chunk batch) in one transaction, by layout, beside a raw 1 KB row commit; median of', ROUNDS, 'rounds:');
+  for (const synchronous of ['NORMAL', 'FULL'] as const) {
+    const count = synchronous === 'FULL' ? 300 : 1_000;
+    const layouts = STEP_LAYOUTS.map((layout) => layoutTransactions(synchronous, layout));
+    const floor = rawSqliteCommits(synchronous);
+    try {
+      for (const layout of layouts) layout.transactions(3_000);
+      floor.commits(3_000);
+      const perLayout = layouts.map(() => [] as number[]);
+      const rawUs: number[] = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        layouts.forEach((layout, i) => perLayout[i]!.push((layout.transactions(count) * 1000) / count));
+        rawUs.push((floor.commits(count) * 1000) / count);
+      }
+      const rawMedian = median(rawUs);
+      const cells = STEP_LAYOUTS.map((layout, i) => `${layout} ${fmt(median(perLayout[i]!))} µs (${(median(perLayout[i]!) / rawMedian).toFixed(2)}x)`);
+      console.log(`   ${synchronous.padEnd(6)} ${cells.join(', ')}; raw commit ${fmt(rawMedian)} µs`);
+    } finally {
+      floor.close();
+      for (const layout of layouts) layout.close();
+    }
   }
 }
 

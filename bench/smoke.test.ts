@@ -8,7 +8,7 @@ import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { diffHeapSnapshots, HEAP_CATEGORIES } from './heap-snapshot.js';
 import { compareReadCaches, ratioText } from './read-cache.js';
-import { clockStatements, fsyncPerWrite, helixOnPageSize, pageTransactions, stepAnatomy } from './full-step.js';
+import { clockStatements, fsyncPerWrite, helixOnPageSize, layoutTransactions, pageTransactions, STEP_LAYOUTS, stepAnatomy } from './full-step.js';
 import { pagesPerRow } from './row-layouts.js';
 import { bareConcurrent, bareRun, generateTextRun, helixBench, memoryStores, postgresStores, promisesDuring, rawSqliteCommits, retainedHeapMb, sqliteStores, walPagesPerStep } from './workloads.js';
 
@@ -136,6 +136,32 @@ describe('bench smoke (untimed)', () => {
       expect(await small.bench.run()).toBeGreaterThanOrEqual(0);
     } finally {
       small.close();
+    }
+  });
+
+  it('the FULL-step bench\'s layouts write what each names: a step is one transaction, the commits row appended and indexed or clustered, its chunks a row apart or a column of it, and a new session every 100 steps', () => {
+    const expected = {
+      today: { appended: 150, clustered: 0, batches: 150 },
+      'chunks-in-commit': { appended: 150, clustered: 0, batches: 0 },
+      'clustered-both': { appended: 0, clustered: 150, batches: 150 },
+      'one-clustered': { appended: 0, clustered: 150, batches: 0 },
+    } as const;
+    for (const layout of STEP_LAYOUTS) {
+      const target = layoutTransactions('NORMAL', layout);
+      const clock = clockStatements();
+      try {
+        expect(target.transactions(150)).toBeGreaterThanOrEqual(0);
+        // BEGIN, COMMIT and one INSERT for each row the layout writes.
+        const rows = layout === 'today' || layout === 'clustered-both' ? 2 : 1;
+        expect(clock.statements, layout).toBe(150 * (2 + rows));
+      } finally {
+        clock.stop();
+      }
+      try {
+        expect(target.rows(), layout).toEqual(expected[layout]);
+      } finally {
+        target.close();
+      }
     }
   });
 
