@@ -88,7 +88,8 @@ export class Run implements HookHost {
   plainStreamCallbacks: StreamCallbacks | undefined;
   #stepCount: number;
   #superseded: RunSupersededError | undefined;
-  readonly #newerRun = new AbortController();
+  /** Made when first asked for (only sub-agent calls and a supersede do): most runs never need it. */
+  #newerRun: AbortController | undefined;
   #markOpened: () => void = () => {};
   /** Resolves once the run's start signal has fired (or the run ended without one). */
   readonly opened: Promise<void> = new Promise((resolve) => (this.#markOpened = resolve));
@@ -144,12 +145,13 @@ export class Run implements HookHost {
    * the fence); only its sub-agent calls act on it, stopping the children they wait for.
    */
   get newerRun(): AbortSignal {
-    return this.#newerRun.signal;
+    return (this.#newerRun ??= new AbortController()).signal;
   }
 
   /** A newer run took this run's session: see {@link newerRun} (the first notice wins). */
   supersededBy(error: RunSupersededError): void {
-    if (!this.#newerRun.signal.aborted) this.#newerRun.abort(error);
+    const newerRun = (this.#newerRun ??= new AbortController());
+    if (!newerRun.signal.aborted) newerRun.abort(error);
   }
 
   /** Notes this run's own supersede (the first one wins). */

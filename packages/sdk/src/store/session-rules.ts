@@ -523,13 +523,15 @@ function startCommitted(turn: TurnRecord, inputMessageIndex: number): TurnRecord
 function patchOf(commit: Commit): RunPatch | undefined {
   const terminal = commit.kind === 'terminal';
   if (commit.runStatus === undefined && !terminal && commit.output === undefined && commit.error === undefined && commit.suspension === undefined) return undefined;
-  return {
-    ...(commit.runStatus === undefined ? {} : { status: commit.runStatus }),
-    ...(terminal ? { endedAt: commit.committedAt } : {}),
-    ...(commit.output === undefined ? {} : { output: commit.output }),
-    ...(commit.error === undefined ? {} : { error: commit.error }),
-    ...(commit.suspension === undefined ? {} : { suspension: commit.suspension }),
-  };
+  // Field by field, not five conditional spreads (one patch a run, each spread a literal and a copy); the key
+  // order is the same.
+  const patch: Writable<RunPatch> = {};
+  if (commit.runStatus !== undefined) patch.status = commit.runStatus;
+  if (terminal) patch.endedAt = commit.committedAt;
+  if (commit.output !== undefined) patch.output = commit.output;
+  if (commit.error !== undefined) patch.error = commit.error;
+  if (commit.suspension !== undefined) patch.suspension = commit.suspension;
+  return patch;
 }
 
 /** A run record with a commit's changes applied (its step count and the fields of the patch). */
