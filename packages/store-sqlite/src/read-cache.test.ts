@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { AgentError, RunSupersededError } from '@helix-agents/sdk';
 import type { StreamChunk } from '@helix-agents/sdk';
 import type { BeginRunRequest, Commit, StreamChunkInput, StreamWriter } from '@helix-agents/sdk/store';
+import BetterSqlite3 from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { handleOf, immediate } from './database.js';
@@ -209,6 +210,72 @@ describe('SQLite read caches (read-cache.ts)', () => {
   });
 });
 
+describe('SQLite read caches: the journal bound of a cached fence', () => {
+  let dir: string;
+  const opened: SqliteStores[] = [];
+  const open = (): SqliteStores => {
+    const stores = openSqliteStores({ path: join(dir, 'helix.db'), flushIntervalMs: 60_000, checkpoint: 'inline' });
+    opened.push(stores);
+    return stores;
+  };
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'helix-sqlite-journal-bound-'));
+  });
+  afterEach(() => {
+    for (const stores of opened.splice(0)) stores.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Counts the journal DELETEs every connection of this process runs while `fn` runs. */
+  async function journalDeletes(fn: () => Promise<void>): Promise<number> {
+    const probe = new BetterSqlite3(':memory:');
+    const proto = Object.getPrototypeOf(probe.prepare('SELECT 1')) as { run: (this: { source: string }, ...args: unknown[]) => unknown };
+    probe.close();
+    const original = proto.run;
+    let count = 0;
+    proto.run = function (this: { source: string }, ...args: unknown[]) {
+      if (this.source.startsWith('DELETE FROM journal WHERE run_id = ?')) count++;
+      return original.apply(this, args);
+    };
+    try {
+      await fn();
+    } finally {
+      proto.run = original;
+    }
+    return count;
+  }
+
+  const entry = (runId: string, stepIndex: number, key: string) => ({ runId, epoch: 1, stepIndex, kind: 'call_result' as const, key, data: { key }, at: 1 });
+  const keys = async (stores: SqliteStores, runId: string) => (await stores.stateStore.loadJournal(runId)).map((e) => e.key);
+
+  it('a step commit runs no journal DELETE while its run has no entries, and still drops what an append, a later step\'s append and another connection wrote', async () => {
+    const a = open();
+    const b = open();
+    await a.stateStore.beginRun(begin('s', 'r'));
+    // No entries: neither the first step (fence read from the file) nor the cached ones delete anything.
+    expect(await journalDeletes(async () => {
+      for (let i = 0; i < 5; i++) await a.stateStore.commit(step('s', 'r', i));
+    })).toBe(0);
+    expect(fenceCache(a).hits).toBeGreaterThanOrEqual(4);
+    // An entry of step 5 and one of step 6: step 5's commit drops the first and keeps the second, step 6's drops it.
+    await a.stateStore.appendJournal(entry('r', 5, 'k5'));
+    await a.stateStore.appendJournal(entry('r', 6, 'k6'));
+    expect(await journalDeletes(() => a.stateStore.commit(step('s', 'r', 5)).then(() => undefined))).toBe(1);
+    expect(await keys(a, 'r')).toEqual(['k6']);
+    expect(await journalDeletes(() => a.stateStore.commit(step('s', 'r', 6)).then(() => undefined))).toBe(1);
+    expect(await keys(a, 'r')).toEqual([]);
+    expect(await journalDeletes(() => a.stateStore.commit(step('s', 'r', 7)).then(() => undefined))).toBe(0);
+    // Another connection's entry: its commit moved data_version, so a's next commit reads the file and drops it.
+    await b.stateStore.appendJournal(entry('r', 8, 'k8'));
+    expect(await journalDeletes(() => a.stateStore.commit(step('s', 'r', 8)).then(() => undefined))).toBe(1);
+    expect(await keys(b, 'r')).toEqual([]);
+    // The run's end drops a whole journal, again only when there is one to drop.
+    await a.stateStore.appendJournal(entry('r', 12, 'k12'));
+    expect(await journalDeletes(() => a.stateStore.commit({ sessionId: 's', runId: 'r', epoch: 1, kind: 'terminal', runStatus: 'completed', output: null, committedAt: 99 }).then(() => undefined))).toBe(1);
+    expect(await keys(a, 'r')).toEqual([]);
+  });
+});
+
 // ---- equivalence: the same operations, caches on and off, give the same results ----
 
 type Op =
@@ -219,10 +286,10 @@ type Op =
   | { readonly t: 'claim'; readonly c: number; readonly r: number; readonly takeover: boolean }
   | { readonly t: 'renew'; readonly c: number; readonly r: number; readonly epoch: number }
   | { readonly t: 'stop'; readonly c: number; readonly r: number }
-  | { readonly t: 'append'; readonly c: number; readonly r: number; readonly epoch: number }
+  | { readonly t: 'append'; readonly c: number; readonly r: number; readonly epoch: number; readonly ahead: number }
   | { readonly t: 'delete'; readonly c: number; readonly s: number }
   | { readonly t: 'prune'; readonly c: number }
-  | { readonly t: 'raw'; readonly c: number; readonly r: number }
+  | { readonly t: 'raw'; readonly c: number; readonly r: number; readonly journal: boolean }
   | { readonly t: 'sclaim'; readonly c: number; readonly st: number; readonly r: number }
   | { readonly t: 'swrite'; readonly c: number; readonly st: number; readonly r: number; readonly queue: boolean }
   | { readonly t: 'sdelete'; readonly c: number; readonly st: number };
@@ -252,10 +319,11 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ t: fc.constant('claim' as const), c: conn, r: runRef, takeover: fc.boolean() }), weight: 2 },
   { arbitrary: fc.record({ t: fc.constant('renew' as const), c: conn, r: runRef, epoch }), weight: 1 },
   { arbitrary: fc.record({ t: fc.constant('stop' as const), c: conn, r: runRef }), weight: 1 },
-  { arbitrary: fc.record({ t: fc.constant('append' as const), c: conn, r: runRef, epoch }), weight: 1 },
+  // An entry of the next step, or of one after it (which that step's commit leaves in place).
+  { arbitrary: fc.record({ t: fc.constant('append' as const), c: conn, r: runRef, epoch, ahead: fc.integer({ min: 0, max: 2 }) }), weight: 2 },
   { arbitrary: fc.record({ t: fc.constant('delete' as const), c: conn, s: fc.integer({ min: 0, max: 2 }) }), weight: 1 },
   { arbitrary: fc.record({ t: fc.constant('prune' as const), c: conn }), weight: 1 },
-  { arbitrary: fc.record({ t: fc.constant('raw' as const), c: conn, r: runRef }), weight: 1 },
+  { arbitrary: fc.record({ t: fc.constant('raw' as const), c: conn, r: runRef, journal: fc.boolean() }), weight: 1 },
   { arbitrary: fc.record({ t: fc.constant('sclaim' as const), c: conn, st: fc.integer({ min: 0, max: 1 }), r: runRef }), weight: 2 },
   { arbitrary: fc.record({ t: fc.constant('swrite' as const), c: conn, st: fc.integer({ min: 0, max: 1 }), r: runRef, queue: fc.boolean() }), weight: 5 },
   { arbitrary: fc.record({ t: fc.constant('sdelete' as const), c: conn, st: fc.integer({ min: 0, max: 1 }) }), weight: 1 },
@@ -349,7 +417,7 @@ async function apply(world: World, script: Script, op: Op, at: number): Promise<
     }
     case 'append': {
       const run = runOf(op.r);
-      return run ? settle(() => state.appendJournal({ runId: run.runId, epoch: op.epoch, stepIndex: run.nextStep, kind: 'call_result', key: `k${at}`, data: { at }, at: now })) : 'no run';
+      return run ? settle(() => state.appendJournal({ runId: run.runId, epoch: op.epoch, stepIndex: run.nextStep + op.ahead, kind: 'call_result', key: `k${at}`, data: { at }, at: now })) : 'no run';
     }
     case 'delete':
       return settle(() => state.deleteSession(`s${op.s}`));
@@ -359,7 +427,10 @@ async function apply(world: World, script: Script, op: Op, at: number): Promise<
       // A write through the raw handle on this connection: no cache sees it, data_version does not move.
       const run = runOf(op.r);
       if (!run) return 'no run';
-      return handleOf(stores.database).prepare('UPDATE runs SET epoch = epoch + 1 WHERE run_id = ?').run(run.runId).changes;
+      const db = handleOf(stores.database);
+      // A journal row no append made: the next step commit must still drop it.
+      if (op.journal) return db.prepare("INSERT INTO journal (run_id, key, epoch, step_index, kind, data, at) VALUES (?, ?, 1, ?, 'call_result', NULL, 0)").run(run.runId, `raw${at}`, run.nextStep).changes;
+      return db.prepare('UPDATE runs SET epoch = epoch + 1 WHERE run_id = ?').run(run.runId).changes;
     }
     case 'sclaim': {
       const run = runOf(op.r);

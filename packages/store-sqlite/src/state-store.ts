@@ -109,6 +109,8 @@ interface FenceRow extends SessionRow {
   head_run_step_count: number;
   head_run_steps: string;
   head_state_ref: number;
+  /** The highest step index of the committing run's journal entries (NULL: the run has none). */
+  journal_max: number | null;
 }
 
 /**
@@ -120,6 +122,12 @@ interface CachedFence {
   readonly row: FenceRow;
   readonly head: HeadRow;
   readonly committedSteps: StepSet;
+  /**
+   * At least the highest step index of the run's journal entries in the file; undefined only when it has
+   * none, and a commit then runs no DELETE of them. Every insert into the journal goes through this
+   * package's append, which raises it; a delete can only leave it above the truth, which costs a DELETE.
+   */
+  readonly journalMax: number | undefined;
 }
 
 /** How many sessions' fences a connection keeps (the oldest goes first). */
@@ -573,7 +581,7 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
     const plan = orThrow(planCommit({ session: fence && head ? sessionHeader(fence, head, this.#turnOf(fence.turn)) : undefined, run }, commit));
     // Accepted: the session and its head exist.
     const runSteps = JSON.stringify(plan.run.committedSteps);
-    const { id, stateRef } = this.#writeCommit(commit, plan, fence!.sid, head!, runSteps);
+    const { id, stateRef, journalMax } = this.#writeCommit(commit, plan, fence!.sid, head!, runSteps, hit ? hit.journalMax : (fence!.journal_max ?? undefined));
     if (plan.turnChanged || plan.runPatch) {
       // A turn's start and a run's status change rewrite more than the head: read again next time.
       this.#fences.drop(commit.sessionId);
@@ -589,16 +597,18 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
         run_steps: runSteps,
         state_ref: stateRef,
       };
-      this.#fences.set(commit.sessionId, { row: fence!, head: next, committedSteps: plan.run.committedSteps });
+      this.#fences.set(commit.sessionId, { row: fence!, head: next, committedSteps: plan.run.committedSteps, journalMax });
     }
     return { version: plan.session.version, messageCount: plan.session.messageCount, ...(plan.checkpoint ? { checkpointId: `cp_${id}` } : {}) };
   }
 
   /**
-   * Writes a commit's plan: the turn, one commits row (with the messages it appends), the journal drop, the
-   * runs row if it changes. Returns the commits row's id and the id of the row holding the session's state now.
+   * Writes a commit's plan: the turn, one commits row (with the messages it appends), the journal drop (none
+   * when `journalMax`, the run's highest journal step as {@link CachedFence} keeps it, says nothing is there to
+   * drop), the runs row if it changes. Returns the commits row's id, the id of the row holding the session's
+   * state now, and the run's highest journal step after the drop.
    */
-  #writeCommit(commit: Commit, plan: CommitPlan, sid: number, head: HeadRow, runSteps: string): { id: number; stateRef: number } {
+  #writeCommit(commit: Commit, plan: CommitPlan, sid: number, head: HeadRow, runSteps: string, journalMax: number | undefined): { id: number; stateRef: number; journalMax: number | undefined } {
     const q = this.#q;
     const { session, append } = plan;
     const messages = append.messages.length === 0 ? null : JSON.stringify(append.messages);
@@ -623,13 +633,18 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
       messages === null ? null : append.at,
     );
     const drop = plan.dropJournal;
-    if (drop?.all) q.dropJournal.run(drop.runId);
-    else if (drop) q.dropJournalThrough.run(drop.runId, drop.throughStep);
+    let journalLeft = journalMax;
+    if (drop && journalMax !== undefined) {
+      if (drop.all) q.dropJournal.run(drop.runId);
+      else q.dropJournalThrough.run(drop.runId, drop.throughStep);
+      // Entries of later steps stay, and so does the bound.
+      if (drop.all || journalMax <= drop.throughStep) journalLeft = undefined;
+    }
     // The runs row changes only when the run's status or result does, not on every step.
     const patch = plan.runPatch;
     if (patch) q.updateRun.run(plan.run.stepCount, patch.status ?? null, patch.endedAt ?? null, json(patch.output), json(patch.error), json(patch.suspension), commit.runId);
     const id = Number(lastInsertRowid);
-    return { id, stateRef: stateText === null ? head.state_ref : id };
+    return { id, stateRef: stateText === null ? head.state_ref : id, journalMax: journalLeft };
   }
 
   #doRenew(runId: string, epoch: number, leaseMs: number, now: number): RunLease {
@@ -666,7 +681,15 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
     const plan = orThrow(
       planJournalAppend({ run: fence && runHeaderOf(fence), currentRunId: fence?.current_run_id ?? undefined, existing: stored && journalEntry(stored) }, entry),
     );
-    if (plan.write) q.insertJournal.run(entry.runId, entry.key, entry.epoch, entry.stepIndex, entry.kind, json(entry.data), entry.at);
+    if (plan.write) {
+      q.insertJournal.run(entry.runId, entry.key, entry.epoch, entry.stepIndex, entry.kind, json(entry.data), entry.at);
+      // The cached fence of the run's session learns of the entry, so that the next step commit drops it.
+      const cached = fence && this.#fences.get(fence.session_id);
+      if (cached && cached.head.run_id === entry.runId) {
+        const journalMax = cached.journalMax === undefined ? entry.stepIndex : Math.max(cached.journalMax, entry.stepIndex);
+        if (journalMax !== cached.journalMax) this.#fences.set(fence.session_id, { row: cached.row, head: cached.head, committedSteps: cached.committedSteps, journalMax });
+      }
+    }
     return plan.entry;
   }
 
@@ -776,7 +799,8 @@ function prepare(db: BetterSqlite3.Database) {
       `SELECT s.sid, s.session_id, s.record_version, s.agent_type, s.parent_session_id, s.current_run_id, s.turn, s.resume_count,
          r.epoch AS run_epoch, r.status AS run_status,
          h.version AS head_version, h.run_id AS head_run_id, h.message_count AS head_message_count, h.step_count AS head_step_count,
-         h.run_step_count AS head_run_step_count, h.run_steps AS head_run_steps, coalesce(h.state_ref, h.id) AS head_state_ref
+         h.run_step_count AS head_run_step_count, h.run_steps AS head_run_steps, coalesce(h.state_ref, h.id) AS head_state_ref,
+         (SELECT max(j.step_index) FROM journal j WHERE j.run_id = r.run_id) AS journal_max
        FROM sessions s LEFT JOIN runs r ON r.run_id = ?
        LEFT JOIN commits h ON h.id = (SELECT c.id FROM commits c WHERE c.sid = s.sid ORDER BY c.version DESC LIMIT 1)
        WHERE s.session_id = ?`,
