@@ -25,6 +25,7 @@ import {
   type HookSet,
 } from './workloads.js';
 import type { SqliteCheckpointMode } from '@helix-agents/store-sqlite';
+import { stepAnatomy } from './full-step.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -337,6 +338,14 @@ if (heapChild >= 0) {
   console.log(`SQLite log pages (counted, not timed): ${pages.step.toFixed(2)} a helix step of N=100 (its run's start and end shared out), ${pages.raw.toFixed(2)} a raw 1 KB row commit: ${(pages.step / pages.raw).toFixed(2)}x`);
   const together = await walPagesPerStep('NORMAL', 100, 2, 10);
   console.log(`SQLite log pages with 10 runs of N=100 at once (group commit shares their transactions): ${together.step.toFixed(2)} a step; npm run bench:wal-trees says which tables and indexes they belong to`);
+  // Where a durable step's time goes beside its raw commit: the time inside COMMIT (the log write and, with FULL,
+  // its fsync), inside the step's other statements, and the rest (the run loop and the store's code).
+  for (const synchronous of ['NORMAL', 'FULL'] as const) {
+    const split = await stepAnatomy(synchronous, 3, 5);
+    console.log(
+      `SQLite ${synchronous} step taken apart (npm run bench:full-step): ${split.stepUs.toFixed(0)} µs = COMMIT ${split.commitUs.toFixed(0)} (${(split.commitUs / split.rawUs).toFixed(2)}x a raw commit of ${split.rawUs.toFixed(0)} µs) + ${split.statementsPerStep.toFixed(1)} statements in all, the others ${split.otherStatementsUs.toFixed(0)} + the rest ${split.restUs.toFixed(0)}`,
+    );
+  }
   console.log(`SQLite rows after ${HEAP_RUNS} turns of one session: ${tableRows(await retainedSqliteRows(HEAP_RUNS, 3, RETENTION))} with retention; ${tableRows(await retainedSqliteRows(HEAP_RUNS, 3))} without`);
   if (samples.has('helix-none-200')) console.log(`one observer over no hooks: ${fmt(ratio('helix-observer-200', (_, rep) => samples.get('helix-none-200')?.[rep]?.usPerStep))}`);
 }
