@@ -258,8 +258,11 @@ describe('SQLite read caches: the journal bound of a cached fence', () => {
     })).toBe(0);
     expect(fenceCache(a).hits).toBeGreaterThanOrEqual(4);
     // An entry of step 5 and one of step 6: step 5's commit drops the first and keeps the second, step 6's drops it.
+    const hits = fenceCache(a).hits;
     await a.stateStore.appendJournal(entry('r', 5, 'k5'));
     await a.stateStore.appendJournal(entry('r', 6, 'k6'));
+    // An append updates the bound without counting as a commit's hit.
+    expect(fenceCache(a).hits).toBe(hits);
     expect(await journalDeletes(() => a.stateStore.commit(step('s', 'r', 5)).then(() => undefined))).toBe(1);
     expect(await keys(a, 'r')).toEqual(['k6']);
     expect(await journalDeletes(() => a.stateStore.commit(step('s', 'r', 6)).then(() => undefined))).toBe(1);

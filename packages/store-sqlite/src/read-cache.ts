@@ -132,6 +132,11 @@ export class ReadCache<V> {
     return entry;
   }
 
+  /** Like {@link get}, without counting a hit: for a keeper that updates an entry it did not answer a lookup with. */
+  current(key: string): V | undefined {
+    return this.#connection.usable ? this.#entries.get(key) : undefined;
+  }
+
   /** Whether it holds an entry of `key`, valid or not (for tests). */
   has(key: string): boolean {
     return this.#entries.has(key);

@@ -119,6 +119,7 @@ interface FenceRow extends SessionRow {
  * set already parsed. Valid only for commits of `head.run_id`.
  */
 interface CachedFence {
+  /** The fence row as the file gave it (its head columns and `journal_max` are not read again: `head` and `journalMax` are). */
   readonly row: FenceRow;
   readonly head: HeadRow;
   readonly committedSteps: StepSet;
@@ -684,7 +685,7 @@ export class SqliteStateStore implements StateStore, UsageStore, Prunable {
     if (plan.write) {
       q.insertJournal.run(entry.runId, entry.key, entry.epoch, entry.stepIndex, entry.kind, json(entry.data), entry.at);
       // The cached fence of the run's session learns of the entry, so that the next step commit drops it.
-      const cached = fence && this.#fences.get(fence.session_id);
+      const cached = fence && this.#fences.current(fence.session_id);
       if (cached && cached.head.run_id === entry.runId) {
         const journalMax = cached.journalMax === undefined ? entry.stepIndex : Math.max(cached.journalMax, entry.stepIndex);
         if (journalMax !== cached.journalMax) this.#fences.set(fence.session_id, { row: cached.row, head: cached.head, committedSteps: cached.committedSteps, journalMax });
