@@ -46,6 +46,30 @@ async function chunksOf(stores: SqliteStores, streamId: string): Promise<{ seq: 
   return out;
 }
 
+/** Counts the journal DELETEs every connection of this process runs while `fn` runs. */
+async function journalDeletes(fn: () => Promise<void>): Promise<number> {
+  const probe = new BetterSqlite3(':memory:');
+  const proto = Object.getPrototypeOf(probe.prepare('SELECT 1')) as { run: (this: { source: string }, ...args: unknown[]) => unknown };
+  probe.close();
+  const original = proto.run;
+  let count = 0;
+  proto.run = function (this: { source: string }, ...args: unknown[]) {
+    if (this.source.startsWith('DELETE FROM journal WHERE run_id = ?')) count++;
+    return original.apply(this, args);
+  };
+  try {
+    await fn();
+  } finally {
+    proto.run = original;
+  }
+  return count;
+}
+
+/** A journal entry of run `runId` at `stepIndex`, keyed `key`. */
+const entry = (runId: string, stepIndex: number, key: string) => ({ runId, epoch: 1, stepIndex, kind: 'call_result' as const, key, data: { key }, at: 1 });
+/** The keys of the run's journal entries in the file. */
+const keys = async (stores: SqliteStores, runId: string) => (await stores.stateStore.loadJournal(runId)).map((e) => e.key);
+
 describe('SQLite read caches (read-cache.ts)', () => {
   let dir: string;
   const opened: SqliteStores[] = [];
@@ -208,45 +232,6 @@ describe('SQLite read caches (read-cache.ts)', () => {
       { seq: 1, runId: 'r', text: 'again' },
     ]);
   });
-});
-
-describe('SQLite read caches: the journal bound of a cached fence', () => {
-  let dir: string;
-  const opened: SqliteStores[] = [];
-  const open = (): SqliteStores => {
-    const stores = openSqliteStores({ path: join(dir, 'helix.db'), flushIntervalMs: 60_000, checkpoint: 'inline' });
-    opened.push(stores);
-    return stores;
-  };
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'helix-sqlite-journal-bound-'));
-  });
-  afterEach(() => {
-    for (const stores of opened.splice(0)) stores.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  /** Counts the journal DELETEs every connection of this process runs while `fn` runs. */
-  async function journalDeletes(fn: () => Promise<void>): Promise<number> {
-    const probe = new BetterSqlite3(':memory:');
-    const proto = Object.getPrototypeOf(probe.prepare('SELECT 1')) as { run: (this: { source: string }, ...args: unknown[]) => unknown };
-    probe.close();
-    const original = proto.run;
-    let count = 0;
-    proto.run = function (this: { source: string }, ...args: unknown[]) {
-      if (this.source.startsWith('DELETE FROM journal WHERE run_id = ?')) count++;
-      return original.apply(this, args);
-    };
-    try {
-      await fn();
-    } finally {
-      proto.run = original;
-    }
-    return count;
-  }
-
-  const entry = (runId: string, stepIndex: number, key: string) => ({ runId, epoch: 1, stepIndex, kind: 'call_result' as const, key, data: { key }, at: 1 });
-  const keys = async (stores: SqliteStores, runId: string) => (await stores.stateStore.loadJournal(runId)).map((e) => e.key);
 
   it('a step commit runs no journal DELETE while its run has no entries, and still drops what an append, a later step\'s append and another connection wrote', async () => {
     const a = open();
